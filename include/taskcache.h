@@ -1,0 +1,275 @@
+/* taskcache.h - incremental, cached compilation of PTX modules.
+ *
+ * taskcache turns a PTX module holding many kernels (`.entry` functions)
+ * into one linked, executable cubin for one GPU target. It splits the
+ * module into self-contained per-kernel slices, groups them into small
+ * compile units, keys each unit by a SHA-256 hash of its canonical text and
+ * of everything else that can change its machine code, compiles only the
+ * units it has not seen before (in parallel, with ptxas), and links all unit
+ * objects into one image. A module seen before costs one record read.
+ *
+ * What the library promises
+ * -------------------------
+ * - Never a wrong binary. A key covers the unit's text, the exact target,
+ *   every compiler option, the compiler's identity and the record format.
+ *   When the slicer meets a construct it cannot split safely it compiles
+ *   the module whole (still cached) and says why (tc_result_whole_reason).
+ * - The output depends only on the input and the options: a build served
+ *   partly or wholly from the cache is byte-identical to a cold build.
+ * - A cache problem never fails a build. Records verify themselves (a
+ *   checksum over header and payload); a bad or missing record is a miss.
+ *   A cache directory that cannot be written is used read-only or not at
+ *   all, with one warning in the result's diagnostics.
+ * - Records are published atomically (temporary file + rename); readers
+ *   take no locks.
+ * - The library never prints and never exits: every error is a status code
+ *   plus a human message.
+ *
+ * Threads
+ * -------
+ * A tc_cache may be shared by any number of threads. tc_options and
+ * tc_result objects are plain values: use each from one thread at a time
+ * (several threads may read one that nobody modifies). Builds running at
+ * the same time in several threads or processes may share one cache
+ * directory.
+ *
+ * Memory
+ * ------
+ * Every object returned through an out-parameter is owned by the caller and
+ * freed with its matching *_free function. Pointers returned by accessors
+ * stay valid until the object they came from is freed.
+ */
+#ifndef TASKCACHE_H
+#define TASKCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Symbols the shared library exports. */
+#if defined(__GNUC__) && !defined(TC_STATIC)
+#define TC_API __attribute__((visibility("default")))
+#else
+#define TC_API
+#endif
+
+#define TC_VERSION_MAJOR 0
+#define TC_VERSION_MINOR 1
+#define TC_VERSION_PATCH 0
+
+/* Version of the library as "MAJOR.MINOR.PATCH". */
+TC_API const char *tc_version(void);
+
+/* ---- errors --------------------------------------------------------------- */
+
+typedef enum tc_status {
+    TC_OK = 0,
+    TC_ERR_INVALID = 1,    /* a bad argument or option */
+    TC_ERR_PARSE = 2,      /* the input is not well-formed PTX */
+    TC_ERR_COMPILE = 3,    /* the compiler rejected the input */
+    TC_ERR_LINK = 4,       /* the objects could not be linked */
+    TC_ERR_TOOLCHAIN = 5,  /* ptxas/nvlink missing or unusable */
+    TC_ERR_IO = 6,         /* reading an input or writing an output failed */
+    TC_ERR_NOMEM = 7
+} tc_status;
+
+/* Short name of a status ("TC_ERR_PARSE"); never NULL. */
+TC_API const char *tc_status_name(tc_status s);
+
+/* Error details for calls that produce no result object. Pass NULL where
+ * the details are not wanted. */
+typedef struct tc_error {
+    tc_status code;
+    char message[1024];
+} tc_error;
+
+/* ---- cache ---------------------------------------------------------------- */
+
+typedef struct tc_cache tc_cache;
+
+/* Opens (creating if needed, mode 0700) the cache directory `dir`; NULL
+ * means $TASKCACHE_DIR, else $XDG_CACHE_HOME/taskcache, else
+ * ~/.cache/taskcache. A directory that cannot be created or written does
+ * not make this fail: the cache then works without storing, and builds
+ * report one warning. Fails only for out of memory or when no directory can
+ * be determined at all.
+ * @return TC_OK and *out set, or an error (then *out is NULL). */
+TC_API tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err);
+
+/* Closes the handle (records on disk stay). NULL is allowed. */
+TC_API void tc_cache_close(tc_cache *cache);
+
+/* The directory in use; valid until tc_cache_close. */
+TC_API const char *tc_cache_dir(const tc_cache *cache);
+
+/* Non-NULL when the cache cannot store records (why, in words). */
+TC_API const char *tc_cache_warning(const tc_cache *cache);
+
+typedef struct tc_stats {
+    /* counters since the last tc_cache_zero_stats, summed over processes */
+    uint64_t builds;
+    uint64_t module_hits, module_misses;
+    uint64_t unit_hits, unit_misses;
+    uint64_t compiles;          /* compiler invocations */
+    uint64_t compile_errors;    /* builds that failed to compile or link */
+    uint64_t whole_builds;      /* modules compiled whole (not split) */
+    uint64_t records_written, bytes_written;
+    uint64_t bad_records;       /* records that failed verification */
+    uint64_t store_errors;      /* records that could not be written */
+    /* what is on disk now */
+    uint64_t module_records, unit_records;
+    uint64_t disk_bytes;
+} tc_stats;
+
+/* Reads the statistics. Thread-safe. */
+TC_API tc_status tc_cache_stats(tc_cache *cache, tc_stats *out, tc_error *err);
+
+/* Resets the counters (records stay). */
+TC_API tc_status tc_cache_zero_stats(tc_cache *cache, tc_error *err);
+
+/* Removes every record and resets the counters. Safe while other processes
+ * use the cache: they see misses. */
+TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
+
+/* ---- options -------------------------------------------------------------- */
+
+typedef struct tc_options tc_options;
+
+/* A fresh set of options: no target (it must be set), -j = number of
+ * online CPUs, every cache tier on, splitting on. NULL when out of memory. */
+TC_API tc_options *tc_options_new(void);
+TC_API void tc_options_free(tc_options *opts);
+
+/* The GPU target, "sm_XX" with an optional "a" or "f" suffix (e.g.
+ * "sm_90", "sm_90a"). */
+TC_API tc_status tc_options_set_arch(tc_options *opts, const char *arch, tc_error *err);
+
+/* Adds one option for the compiler, as ptxas spells it: "-O3",
+ * "-lineinfo", "--maxrregcount=64", "--fmad=false", ... Options that
+ * taskcache controls itself (-c, -o, -arch, --input-as-string, ...) are
+ * refused with TC_ERR_INVALID. Every option is part of every key. */
+TC_API tc_status tc_options_add_compiler_option(tc_options *opts, const char *opt, tc_error *err);
+
+/* Number of compiler processes run at once (>= 1). */
+TC_API tc_status tc_options_set_jobs(tc_options *opts, int jobs);
+
+/* Path of the ptxas binary. Default: $TASKCACHE_PTXAS, else
+ * $CUDA_HOME/bin/ptxas, else the toolkit found when taskcache was built,
+ * else ptxas on $PATH. nvlink is looked for next to it. */
+TC_API tc_status tc_options_set_ptxas(tc_options *opts, const char *path);
+
+typedef enum tc_tier {
+    TC_TIER_MODULE = 1, /* whole-module records: an unchanged module is one read */
+    TC_TIER_UNIT = 2    /* unit records: only changed units are compiled */
+} tc_tier;
+
+/* Turns one cache tier on or off (for debugging; both are on by default).
+ * With a tier off it is neither read nor written. */
+TC_API tc_status tc_options_set_tier(tc_options *opts, tc_tier tier, int enabled);
+
+/* Turns splitting off: the module is compiled whole (debugging aid). */
+TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
+
+/* Target estimated cost of one compile unit in PTX statements (0 = the
+ * default). Larger units amortize compiler start-up better cold; smaller
+ * ones recompile less after an edit. Part of the module key. */
+TC_API tc_status tc_options_set_unit_cost(tc_options *opts, unsigned cost);
+
+/* ---- building ------------------------------------------------------------- */
+
+typedef struct tc_result tc_result;
+
+/* Builds a linked cubin from PTX text.
+ * cache: may be NULL to build without caching.
+ * ptx, size: the module text (need not be NUL-terminated).
+ * name: the input's file name for messages ("<input>" if NULL).
+ * *out receives a result in every case but TC_ERR_NOMEM and TC_ERR_INVALID
+ * arguments, so that diagnostics can be read after a failure.
+ * On failure nothing is written to the cache.
+ * Thread-safe for distinct results. */
+TC_API tc_status tc_build(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                   const char *name, tc_result **out);
+
+/* Like tc_build but compiles nothing: fills the result's entries with their
+ * unit and slice keys and whether each unit is in the cache now. The
+ * result has no image. */
+TC_API tc_status tc_explain(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                     const char *name, tc_result **out);
+
+TC_API void tc_result_free(tc_result *r);
+
+/* Status the build ended with. */
+TC_API tc_status tc_result_status(const tc_result *r);
+
+/* The linked cubin, or NULL (size 0) when the build failed or for explain. */
+TC_API const void *tc_result_image(const tc_result *r, size_t *size);
+
+/* Writes the image to `path` atomically (temporary file + rename, so a
+ * reader never sees a partial cubin). TC_ERR_INVALID when there is no
+ * image, TC_ERR_IO when the file cannot be written. */
+TC_API tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *err);
+
+/* Errors, warnings and notes, one per line, in the form
+ * "file:line: error: message" (line omitted where unknown). "" if none. */
+TC_API const char *tc_result_diagnostics(const tc_result *r);
+
+/* Non-NULL when the module was compiled whole rather than split: why. */
+TC_API const char *tc_result_whole_reason(const tc_result *r);
+
+typedef struct tc_report {
+    int module_hit;          /* served from the whole-module record */
+    int split;               /* 1 split into units, 0 compiled whole */
+    uint32_t entries;        /* kernels in the module */
+    uint32_t units;          /* compile units (module data included) */
+    uint32_t unit_hits;      /* units served from the cache */
+    uint32_t units_compiled; /* units compiled by this build */
+    double seconds;          /* wall time of the whole call */
+    double seconds_compile;  /* wall time spent compiling */
+    double seconds_link;
+} tc_report;
+
+TC_API void tc_result_report(const tc_result *r, tc_report *out);
+
+typedef struct tc_param_info {
+    const char *type;   /* element type without the dot: "u64", "b8", ... */
+    uint32_t offset;    /* byte offset in the parameter buffer */
+    uint32_t size;      /* bytes */
+    uint32_t align;
+} tc_param_info;
+
+typedef struct tc_entry_info {
+    const char *name;
+    uint32_t param_count;
+    uint32_t param_bytes;              /* size of the parameter buffer */
+    const tc_param_info *params;
+    /* performance directives from the PTX (0 = absent) */
+    uint32_t maxntid[3], reqntid[3];
+    uint32_t minnctapersm, maxnreg;
+    uint32_t reqnctapercluster[3], maxclusterrank;
+    /* the compiler's resource report (-1 = unknown) */
+    int32_t registers;
+    int32_t shared_bytes;              /* static shared memory */
+    int32_t stack_bytes;               /* stack frame (local memory) */
+    int32_t spill_store_bytes, spill_load_bytes;
+    /* where it came from */
+    const char *unit_key;              /* 64 hex digits; "" when built whole */
+    const char *slice_key;             /* explain only: the entry's own slice key */
+    uint32_t unit;                     /* index of its unit */
+    int cached;                        /* build: unit came from the cache;
+                                          explain: unit record present now */
+} tc_entry_info;
+
+/* Kernels of the module in name order. */
+TC_API size_t tc_result_entry_count(const tc_result *r);
+/* Fills *out for kernel i (pointers stay valid while r lives).
+ * @return TC_OK, or TC_ERR_INVALID when i is out of range. */
+TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TASKCACHE_H */

@@ -1,0 +1,334 @@
+/* api: the public handles of taskcache.h that are not the build itself:
+ * versions and status names, options, the cache handle and its
+ * statistics, and result accessors. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../store/stats.h"
+#include "../util/fs.h"
+#include "internal.h"
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+const char *tc_version(void)
+{
+    return STR(TC_VERSION_MAJOR) "." STR(TC_VERSION_MINOR) "." STR(TC_VERSION_PATCH);
+}
+
+const char *tc_status_name(tc_status s)
+{
+    switch (s) {
+    case TC_OK: return "TC_OK";
+    case TC_ERR_INVALID: return "TC_ERR_INVALID";
+    case TC_ERR_PARSE: return "TC_ERR_PARSE";
+    case TC_ERR_COMPILE: return "TC_ERR_COMPILE";
+    case TC_ERR_LINK: return "TC_ERR_LINK";
+    case TC_ERR_TOOLCHAIN: return "TC_ERR_TOOLCHAIN";
+    case TC_ERR_IO: return "TC_ERR_IO";
+    case TC_ERR_NOMEM: return "TC_ERR_NOMEM";
+    }
+    return "TC_ERR_UNKNOWN";
+}
+
+static tc_status set_error(tc_error *err, tc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static tc_status set_error(tc_error *err, tc_status code, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void clear_error(tc_error *err)
+{
+    if (err) {
+        err->code = TC_OK;
+        err->message[0] = '\0';
+    }
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+tc_options *tc_options_new(void)
+{
+    tc_options *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = n > 0 ? (int)n : 1;
+    o->module_tier = o->unit_tier = o->split = 1;
+    return o;
+}
+
+void tc_options_free(tc_options *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->ncopts; i++)
+        free(o->copts[i]);
+    free(o->copts);
+    free(o->ptxas);
+    free(o);
+}
+
+tc_status tc_options_set_arch(tc_options *o, const char *arch, tc_error *err)
+{
+    clear_error(err);
+    /* sm_<digits>[a|f]: also keeps the target safe as a directory name */
+    size_t n = arch ? strlen(arch) : 0;
+    int ok = n >= 4 && n < sizeof o->arch && !strncmp(arch, "sm_", 3);
+    size_t i = 3;
+    while (ok && i < n && isdigit((unsigned char)arch[i]))
+        i++;
+    if (ok && (i == 3 || (i < n && !(i + 1 == n && (arch[i] == 'a' || arch[i] == 'f')))))
+        ok = 0;
+    if (!ok)
+        return set_error(err, TC_ERR_INVALID,
+                         "invalid target '%s': expected sm_XX with an optional a or f suffix "
+                         "(e.g. sm_90, sm_90a)", arch ? arch : "(null)");
+    memcpy(o->arch, arch, n + 1);
+    return TC_OK;
+}
+
+/* Options that taskcache sets itself, or that would change which kernels
+ * are built. Both spellings of each. */
+static const char *const refused[] = {
+    "-c", "--compile-only", "-o", "--output-file", "-arch", "--gpu-name", "-e", "--entry",
+    "-h", "--help", "-ias", "--input-as-string", "-version-ls", "--list-version", "-optf",
+    "--options-file", "-v", "--verbose", "-V", "--version", "-astoolspatch",
+    "--compile-as-tools-patch",
+};
+
+tc_status tc_options_add_compiler_option(tc_options *o, const char *opt, tc_error *err)
+{
+    clear_error(err);
+    if (!opt || opt[0] != '-' || !opt[1])
+        return set_error(err, TC_ERR_INVALID, "compiler option '%s' does not start with '-'",
+                         opt ? opt : "(null)");
+    size_t name_len = strcspn(opt, "=");
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (strlen(refused[i]) == name_len && !strncmp(opt, refused[i], name_len))
+            return set_error(err, TC_ERR_INVALID,
+                             "compiler option '%s' is set by taskcache itself and cannot be "
+                             "given", opt);
+    char **p = realloc(o->copts, (o->ncopts + 1) * sizeof *p);
+    if (!p)
+        return set_error(err, TC_ERR_NOMEM, "out of memory");
+    o->copts = p;
+    if (!(o->copts[o->ncopts] = strdup(opt)))
+        return set_error(err, TC_ERR_NOMEM, "out of memory");
+    o->ncopts++;
+    return TC_OK;
+}
+
+tc_status tc_options_set_jobs(tc_options *o, int jobs)
+{
+    if (jobs < 1)
+        return TC_ERR_INVALID;
+    o->jobs = jobs;
+    return TC_OK;
+}
+
+tc_status tc_options_set_ptxas(tc_options *o, const char *path)
+{
+    char *p = path ? strdup(path) : NULL;
+    if (path && !p)
+        return TC_ERR_NOMEM;
+    free(o->ptxas);
+    o->ptxas = p;
+    return TC_OK;
+}
+
+tc_status tc_options_set_tier(tc_options *o, tc_tier tier, int enabled)
+{
+    if (tier == TC_TIER_MODULE)
+        o->module_tier = !!enabled;
+    else if (tier == TC_TIER_UNIT)
+        o->unit_tier = !!enabled;
+    else
+        return TC_ERR_INVALID;
+    return TC_OK;
+}
+
+tc_status tc_options_set_split(tc_options *o, int enabled)
+{
+    o->split = !!enabled;
+    return TC_OK;
+}
+
+tc_status tc_options_set_unit_cost(tc_options *o, unsigned cost)
+{
+    o->unit_cost = cost;
+    return TC_OK;
+}
+
+/* ---- cache ----------------------------------------------------------------- */
+
+static char *default_dir(void)
+{
+    const char *e = getenv("TASKCACHE_DIR");
+    if (e && *e)
+        return strdup(e);
+    char *p = NULL;
+    e = getenv("XDG_CACHE_HOME");
+    if (e && *e && e[0] == '/')
+        return asprintf(&p, "%s/taskcache", e) < 0 ? NULL : p;
+    e = getenv("HOME");
+    if (e && *e)
+        return asprintf(&p, "%s/.cache/taskcache", e) < 0 ? NULL : p;
+    return NULL;
+}
+
+tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err)
+{
+    clear_error(err);
+    *out = NULL;
+    tc_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return set_error(err, TC_ERR_NOMEM, "out of memory");
+    c->dir = dir && *dir ? strdup(dir) : default_dir();
+    if (!c->dir) {
+        free(c);
+        return set_error(err, TC_ERR_INVALID,
+                         "no cache directory: set TASKCACHE_DIR or HOME, or pass one");
+    }
+    c->memo_dir = tc_path_join(c->dir, "toolchain");
+    c->store = c->memo_dir ? tc_store_open(c->dir) : NULL;
+    if (!c->store) {
+        tc_cache_close(c);
+        return set_error(err, TC_ERR_NOMEM, "out of memory");
+    }
+    *out = c;
+    return TC_OK;
+}
+
+void tc_cache_close(tc_cache *c)
+{
+    if (!c)
+        return;
+    tc_store_close(c->store);
+    free(c->memo_dir);
+    free(c->dir);
+    free(c);
+}
+
+const char *tc_cache_dir(const tc_cache *c) { return c->dir; }
+
+const char *tc_cache_warning(const tc_cache *c) { return tc_store_warning(c->store); }
+
+tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
+{
+    clear_error(err);
+    tc_counters k;
+    tc_stats_read(c->dir, &k);
+    memset(out, 0, sizeof *out);
+    out->builds = k.v[TC_C_BUILDS];
+    out->module_hits = k.v[TC_C_MODULE_HITS];
+    out->module_misses = k.v[TC_C_MODULE_MISSES];
+    out->unit_hits = k.v[TC_C_UNIT_HITS];
+    out->unit_misses = k.v[TC_C_UNIT_MISSES];
+    out->compiles = k.v[TC_C_COMPILES];
+    out->compile_errors = k.v[TC_C_COMPILE_ERRORS];
+    out->whole_builds = k.v[TC_C_WHOLE_BUILDS];
+    out->records_written = k.v[TC_C_RECORDS_WRITTEN];
+    out->bytes_written = k.v[TC_C_BYTES_WRITTEN];
+    out->bad_records = k.v[TC_C_BAD_RECORDS];
+    out->store_errors = k.v[TC_C_STORE_ERRORS];
+    tc_store_count(c->store, &out->unit_records, &out->module_records, &out->disk_bytes);
+    return TC_OK;
+}
+
+tc_status tc_cache_zero_stats(tc_cache *c, tc_error *err)
+{
+    clear_error(err);
+    if (tc_stats_zero(c->dir) != 0)
+        return set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+    return TC_OK;
+}
+
+tc_status tc_cache_clear(tc_cache *c, tc_error *err)
+{
+    clear_error(err);
+    if (tc_store_clear(c->store) != 0)
+        return set_error(err, TC_ERR_IO, "cannot remove every record under %s", c->dir);
+    if (tc_stats_zero(c->dir) != 0 && !tc_store_warning(c->store))
+        return set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+    return TC_OK;
+}
+
+/* ---- results --------------------------------------------------------------- */
+
+tc_result *tc_result_new(void) { return calloc(1, sizeof(tc_result)); }
+
+void tc_diag(tc_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tc_sb_vprintf(&r->diag, fmt, ap);
+    va_end(ap);
+    if (r->diag.len && r->diag.data[r->diag.len - 1] != '\n')
+        tc_sb_putc(&r->diag, '\n');
+}
+
+void tc_result_free(tc_result *r)
+{
+    if (!r)
+        return;
+    tc_sb_free(&r->diag);
+    free(r->image);
+    free(r->whole_reason);
+    for (size_t i = 0; i < r->nentries; i++)
+        tc_entry_clear(&r->entries[i]);
+    free(r->entries);
+    free(r);
+}
+
+tc_status tc_result_status(const tc_result *r) { return r->status; }
+
+const void *tc_result_image(const tc_result *r, size_t *size)
+{
+    if (size)
+        *size = r->image ? r->image_len : 0;
+    return r->image;
+}
+
+tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *err)
+{
+    clear_error(err);
+    if (!r->image)
+        return set_error(err, TC_ERR_INVALID, "the build produced no image");
+    if (!path || !*path)
+        return set_error(err, TC_ERR_INVALID, "no output path");
+    if (tc_write_atomic(path, r->image, r->image_len, 0644) != 0)
+        return set_error(err, TC_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return TC_OK;
+}
+
+const char *tc_result_diagnostics(const tc_result *r) { return r->diag.data ? r->diag.data : ""; }
+
+const char *tc_result_whole_reason(const tc_result *r) { return r->whole_reason; }
+
+void tc_result_report(const tc_result *r, tc_report *out) { *out = r->report; }
+
+size_t tc_result_entry_count(const tc_result *r) { return r->nentries; }
+
+tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *out)
+{
+    if (i >= r->nentries)
+        return TC_ERR_INVALID;
+    *out = r->entries[i];
+    return TC_OK;
+}

@@ -1,0 +1,430 @@
+/* build: the orchestration behind tc_build and tc_explain.
+ *
+ *   module record hit? -> done (one read)
+ *   parse -> slice -> group into units -> key every unit
+ *   look units up -> compile the misses in parallel -> link
+ *   store unit records and the module record
+ *
+ * Nothing is stored unless the whole build succeeded, and the image is a
+ * function of the input and options only: units are linked in a fixed
+ * order whatever the cache held. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../compile/ptxas.h"
+#include "../key/key.h"
+#include "../key/toolchain.h"
+#include "../link/link.h"
+#include "../ptx/slice.h"
+#include "../ptx/units.h"
+#include "../store/stats.h"
+#include "../util/fs.h"
+#include "build.h"
+#include "internal.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tc_sb_printf(&b->r->diag, "%s: error: ", b->name);
+    tc_sb_vprintf(&b->r->diag, fmt, ap);
+    tc_sb_putc(&b->r->diag, '\n');
+    va_end(ap);
+    return code;
+}
+
+static tc_status prepare(tc_build_ctx *b)
+{
+    const tc_options *o = b->o;
+    if (!o->arch[0])
+        return tc_build_fail(b, TC_ERR_INVALID, "no target architecture: set one (e.g. --arch sm_90)");
+    if (tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", b->ptxas, sizeof b->ptxas) != 0)
+        return tc_build_fail(b, TC_ERR_TOOLCHAIN,
+                    "cannot find ptxas%s%s: install the CUDA toolkit, or set CUDA_HOME or "
+                    "TASKCACHE_PTXAS", o->ptxas ? " at " : "", o->ptxas ? o->ptxas : "");
+    tc_sb err = TC_SB_INIT;
+    const char *memo = b->cache ? b->cache->memo_dir : NULL;
+    if (tc_tool_identity(b->ptxas, memo, b->compiler_id, b->compiler_version,
+                         sizeof b->compiler_version, &err) != 0) {
+        tc_status s = tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", err.data ? err.data : "ptxas unusable");
+        tc_sb_free(&err);
+        return s;
+    }
+    if (tc_linker_find(b->ptxas, memo, &b->linker, &err) != 0) {
+        b->linker.kind = 0; /* only a split build needs one; said then */
+        snprintf(b->linker.id, sizeof b->linker.id, "none");
+        snprintf(b->linker_error, sizeof b->linker_error, "%s", err.data ? err.data : "");
+    }
+    tc_sb_free(&err);
+    b->kc.target = o->arch;
+    b->kc.opts = (const char *const *)o->copts;
+    b->kc.nopts = o->ncopts;
+    b->kc.compiler_id = b->compiler_id;
+    b->store = b->cache ? b->cache->store : NULL;
+    if (o->split)
+        snprintf(b->plan, sizeof b->plan, "split:%u",
+                 o->unit_cost ? o->unit_cost : TC_UNIT_COST_DEFAULT);
+    else
+        snprintf(b->plan, sizeof b->plan, "whole");
+    if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)
+        return TC_ERR_NOMEM;
+    return TC_OK;
+}
+
+/* ---- module records --------------------------------------------------------- */
+
+static int decode_module(tc_build_ctx *b, const char *payload, size_t len)
+{
+    tc_result *r = b->r;
+    tc_reader rd;
+    tc_reader_init(&rd, payload, len);
+    uint32_t tag;
+    const unsigned char *p;
+    size_t n;
+    int rc, have_image = 0;
+    size_t nent = 0, units = 0;
+    /* first pass: count entries */
+    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1)
+        nent += tag == TC_F_ENTRY;
+    if (rc < 0)
+        return -1;
+    r->entries = calloc(nent ? nent : 1, sizeof *r->entries);
+    if (!r->entries)
+        return -1;
+    tc_reader_init(&rd, payload, len);
+    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1) {
+        if (tag == TC_F_IMAGE && !have_image) {
+            r->image = malloc(n ? n : 1);
+            if (!r->image)
+                return -1;
+            memcpy(r->image, p, n);
+            r->image_len = n;
+            have_image = 1;
+        } else if (tag == TC_F_ENTRY) {
+            if (tc_entry_decode(p, n, &r->entries[r->nentries]) != 0)
+                return -1;
+            r->entries[r->nentries].cached = 1;
+            r->nentries++;
+        } else if (tag == TC_F_UNIT_KEY) {
+            units++;
+        } else if (tag == TC_F_WHOLE_REASON) {
+            r->whole_reason = strndup((const char *)p, n);
+        } else if (tag == TC_F_LOG) {
+            tc_sb_append(&r->diag, p, n);
+        }
+    }
+    if (rc < 0 || !have_image)
+        return -1;
+    r->report.module_hit = 1;
+    r->report.split = r->whole_reason == NULL;
+    r->report.entries = (uint32_t)r->nentries;
+    r->report.units = r->report.unit_hits = (uint32_t)units;
+    return 0;
+}
+
+static void free_result_payload(tc_result *r)
+{
+    free(r->image);
+    r->image = NULL;
+    r->image_len = 0;
+    for (size_t i = 0; i < r->nentries; i++)
+        tc_entry_clear(&r->entries[i]);
+    free(r->entries);
+    r->entries = NULL;
+    r->nentries = 0;
+    free(r->whole_reason);
+    r->whole_reason = NULL;
+    tc_sb_reset(&r->diag);
+    memset(&r->report, 0, sizeof r->report);
+}
+
+static int module_hit(tc_build_ctx *b)
+{
+    char *payload = NULL;
+    size_t len = 0;
+    int bad = 0;
+    if (!tc_store_get(b->store, b->o->arch, TC_REC_MODULE, &b->module_key, &payload, &len, &bad)) {
+        b->delta.v[TC_C_BAD_RECORDS] += bad;
+        return 0;
+    }
+    int ok = decode_module(b, payload, len) == 0;
+    free(payload);
+    if (!ok) {
+        free_result_payload(b->r);
+        b->delta.v[TC_C_BAD_RECORDS]++;
+    }
+    return ok;
+}
+
+void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings)
+{
+    tc_result *r = b->r;
+    tc_sb p = TC_SB_INIT, e = TC_SB_INIT;
+    tc_field_put(&p, TC_F_IMAGE, r->image, r->image_len);
+    for (size_t i = 0; i < r->nentries; i++) {
+        tc_sb_reset(&e);
+        tc_entry_encode(&r->entries[i], &e);
+        tc_field_put(&p, TC_F_ENTRY, e.data, e.len);
+    }
+    for (size_t i = 0; i < b->nunits; i++)
+        tc_field_put(&p, TC_F_UNIT_KEY, b->units[i].key.b, TC_DIGEST_LEN);
+    if (r->whole_reason)
+        tc_field_put(&p, TC_F_WHOLE_REASON, r->whole_reason, strlen(r->whole_reason));
+    if (warnings && warnings->len)
+        tc_field_put(&p, TC_F_LOG, warnings->data, warnings->len);
+    if (!p.oom)
+        tc_build_count_put(b, tc_store_put(b->store, b->o->arch, TC_REC_MODULE, &b->module_key,
+                                           p.data, p.len));
+    tc_sb_free(&p);
+    tc_sb_free(&e);
+}
+
+void tc_build_count_put(tc_build_ctx *b, long long written)
+{
+    if (written < 0) {
+        b->delta.v[TC_C_STORE_ERRORS]++;
+    } else {
+        b->delta.v[TC_C_RECORDS_WRITTEN]++;
+        b->delta.v[TC_C_BYTES_WRITTEN] += (uint64_t)written;
+    }
+}
+
+/* ---- entries and resources ----------------------------------------------------- */
+
+typedef struct res_ctx {
+    tc_entry_info *entries;
+    size_t n;
+} res_ctx;
+
+static void take_resources(void *ctx, const char *name, size_t nlen, const tc_ptxas_res *res)
+{
+    res_ctx *c = ctx;
+    for (size_t i = 0; i < c->n; i++) {
+        tc_entry_info *e = &c->entries[i];
+        if (strlen(e->name) == nlen && !memcmp(e->name, name, nlen)) {
+            e->registers = res->registers;
+            e->shared_bytes = res->shared_bytes;
+            e->stack_bytes = res->stack_bytes;
+            e->spill_store_bytes = res->spill_store_bytes;
+            e->spill_load_bytes = res->spill_load_bytes;
+            return;
+        }
+    }
+}
+
+void tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len)
+{
+    res_ctx c = {entries, n};
+    tc_ptxas_parse_resources(log, len, take_resources, &c);
+}
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+    const tc_ptx_sym *x = *(const tc_ptx_sym *const *)a, *y = *(const tc_ptx_sym *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Entries of the parsed module in name order (used when built whole). */
+static int entries_from_module(tc_build_ctx *b)
+{
+    const tc_ptx_module *m = &b->m;
+    const tc_ptx_sym **order = calloc(m->nentries ? m->nentries : 1, sizeof *order);
+    b->r->entries = calloc(m->nentries ? m->nentries : 1, sizeof *b->r->entries);
+    if (!order || !b->r->entries) {
+        free(order);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (m->syms[i].is_entry && m->syms[i].def >= 0)
+            order[n++] = &m->syms[i];
+    qsort(order, n, sizeof *order, cmp_entry_name);
+    for (size_t i = 0; i < n; i++) {
+        if (tc_entry_from_stmt(m, &m->stmts[order[i]->def], &b->r->entries[i]) != 0) {
+            free(order);
+            return -1;
+        }
+        b->r->nentries++;
+    }
+    free(order);
+    return 0;
+}
+
+/* ---- whole-module builds -------------------------------------------------------- */
+
+static tc_status build_whole(tc_build_ctx *b, const char *reason)
+{
+    tc_result *r = b->r;
+    r->whole_reason = strdup(reason);
+    if (!r->whole_reason || entries_from_module(b) != 0)
+        return TC_ERR_NOMEM;
+    r->report.split = 0;
+    r->report.entries = (uint32_t)r->nentries;
+    if (b->explain) {
+        r->report.module_hit = b->store && b->o->module_tier &&
+                               tc_store_has(b->store, b->o->arch, TC_REC_MODULE, &b->module_key);
+        return TC_OK;
+    }
+    b->delta.v[TC_C_WHOLE_BUILDS]++;
+    tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", b->name, reason);
+    char in[TC_PATH_MAX], out[TC_PATH_MAX], log[TC_PATH_MAX];
+    snprintf(in, sizeof in, "%s/whole.ptx", b->scratch);
+    snprintf(out, sizeof out, "%s/whole.cubin", b->scratch);
+    snprintf(log, sizeof log, "%s/whole.log", b->scratch);
+    if (tc_write_file(in, b->src, b->len) != 0)
+        return tc_build_fail(b, TC_ERR_IO, "cannot write %s: %s", in, strerror(errno));
+    tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
+                        .nopts = b->o->ncopts, .relocatable = 0, .ptx_path = in,
+                        .out_path = out, .log_path = log};
+    double t = now();
+    int rc = tc_ptxas_run(&job);
+    r->report.seconds_compile = now() - t;
+    b->delta.v[TC_C_COMPILES]++;
+    tc_status st = TC_OK;
+    tc_sb warnings = TC_SB_INIT;
+    if (rc != 0) {
+        st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s", b->ptxas, strerror(errno));
+    } else {
+        size_t errors = tc_ptxas_diagnostics(job.log.data ? job.log.data : "", job.log.len, NULL,
+                                             b->name, &warnings);
+        tc_sb_append(&r->diag, warnings.data, warnings.len);
+        if (job.exit_code != 0) {
+            st = TC_ERR_COMPILE;
+            if (!errors)
+                tc_build_fail(b, TC_ERR_COMPILE, "ptxas failed (exit code %d)", job.exit_code);
+        } else {
+            tc_build_resources_from_log(r->entries, r->nentries, job.log.data ? job.log.data : "",
+                                        job.log.len);
+            r->image = tc_sb_take(&job.output, &r->image_len);
+            if (!r->image)
+                st = TC_ERR_NOMEM;
+        }
+    }
+    if (st == TC_OK && b->store && b->o->module_tier)
+        tc_build_store_module(b, &warnings);
+    tc_sb_free(&warnings);
+    tc_sb_free(&job.output);
+    tc_sb_free(&job.log);
+    return st;
+}
+
+/* ---- driver ---------------------------------------------------------------------- */
+
+static tc_status run(tc_build_ctx *b)
+{
+    tc_status st = prepare(b);
+    if (st != TC_OK)
+        return st;
+    if (!b->explain && b->store && b->o->module_tier && module_hit(b)) {
+        b->delta.v[TC_C_MODULE_HITS]++;
+        return TC_OK;
+    }
+    if (!b->explain && b->store && b->o->module_tier)
+        b->delta.v[TC_C_MODULE_MISSES]++;
+    tc_ptx_error perr;
+    if (tc_ptx_parse(b->src, b->len, &b->m, &perr) != 0) {
+        if (!perr.line)
+            return TC_ERR_NOMEM;
+        tc_sb_printf(&b->r->diag, "%s:%u: error: %s\n", b->name, perr.line, perr.message);
+        return TC_ERR_PARSE;
+    }
+    b->parsed = 1;
+    if (!b->explain) {
+        b->scratch = tc_make_temp_dir("taskcache");
+        if (!b->scratch)
+            return tc_build_fail(b, TC_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+    }
+    char why[256] = "splitting is turned off";
+    int rc = b->o->split ? tc_slicer_create(&b->m, &b->slicer, why, sizeof why) : 1;
+    if (rc < 0)
+        return TC_ERR_NOMEM;
+    if (rc == 1)
+        return build_whole(b, why);
+    if (!b->explain && !b->linker.kind)
+        return tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", b->linker_error);
+    return tc_build_split(b);
+}
+
+static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                       const char *name, tc_result **out, int explain)
+{
+    if (!out)
+        return TC_ERR_INVALID;
+    *out = NULL;
+    if (!opts || (!ptx && size))
+        return TC_ERR_INVALID;
+    tc_build_ctx b;
+    memset(&b, 0, sizeof b);
+    b.t0 = now();
+    b.cache = cache;
+    b.o = opts;
+    b.src = ptx ? ptx : "";
+    b.len = size;
+    b.name = name && *name ? name : "<input>";
+    b.explain = explain;
+    b.r = tc_result_new();
+    if (!b.r)
+        return TC_ERR_NOMEM;
+    tc_status st = run(&b);
+    tc_result *r = b.r;
+    if (st != TC_OK) {
+        free(r->image);
+        r->image = NULL;
+        r->image_len = 0;
+        if (!explain)
+            b.delta.v[TC_C_COMPILE_ERRORS]++;
+    }
+    if (b.store && tc_store_warning(b.store))
+        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(b.store));
+    if (!explain && b.cache && !tc_store_warning(b.store)) {
+        b.delta.v[TC_C_BUILDS]++;
+        (void)tc_stats_add(b.cache->dir, &b.delta); /* statistics never fail a build */
+    }
+    tc_build_ctx_free(&b);
+    r->status = st;
+    r->report.seconds = now() - b.t0;
+    *out = r;
+    return st;
+}
+
+void tc_build_ctx_free(tc_build_ctx *b)
+{
+    tc_build_units_free(b);
+    tc_slicer_free(b->slicer);
+    if (b->parsed)
+        tc_ptx_module_free(&b->m);
+    if (b->scratch) {
+        tc_remove_tree(b->scratch);
+        free(b->scratch);
+    }
+}
+
+tc_status tc_build(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                   const char *name, tc_result **out)
+{
+    return entry(cache, opts, ptx, size, name, out, 0);
+}
+
+tc_status tc_explain(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                     const char *name, tc_result **out)
+{
+    return entry(cache, opts, ptx, size, name, out, 1);
+}
+
+double tc_build_now(void) { return now(); }

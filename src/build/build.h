@@ -1,0 +1,67 @@
+/* build.h: state shared by the stages of one build (build.c drives,
+ * split.c does the split path). Internal. */
+#ifndef TC_BUILD_BUILD_H
+#define TC_BUILD_BUILD_H
+
+#include "../key/key.h"
+#include "../key/toolchain.h"
+#include "../link/link.h"
+#include "../ptx/slice.h"
+#include "../store/stats.h"
+#include "internal.h"
+
+typedef struct tc_unit {
+    uint32_t first, count;  /* entries [first, first+count) in name order */
+    int is_md;              /* the module-data object */
+    uint64_t cost;          /* text bytes: schedules the largest first */
+    tc_digest key;
+    char hex[TC_DIGEST_HEX_LEN + 1];
+    tc_text map;            /* line map back to the input (text freed) */
+    char *path;             /* scratch .ptx of a miss */
+    int hit;
+    tc_sb object;           /* relocatable object */
+    tc_sb log;              /* ptxas output (compiled) or stored (hit) */
+    tc_entry_info *meta;    /* hit: the entries stored in the record */
+    size_t nmeta;
+    int exit_code;
+    int spawn_failed;
+} tc_unit;
+
+typedef struct tc_build_ctx {
+    tc_cache *cache;
+    const tc_options *o;
+    const char *src;
+    size_t len;
+    const char *name;
+    int explain;
+    tc_result *r;
+    tc_store *store;        /* NULL: no cache */
+    char ptxas[TC_PATH_MAX];
+    char compiler_id[TC_DIGEST_HEX_LEN + 1];
+    char compiler_version[160];
+    tc_linker linker;
+    char linker_error[512];
+    tc_keyctx kc;
+    char plan[32];
+    tc_digest module_key;
+    tc_counters delta;
+    char *scratch;
+    tc_ptx_module m;
+    int parsed;
+    tc_slicer *slicer;
+    tc_unit *units;
+    size_t nunits;
+    double t0;
+} tc_build_ctx;
+
+tc_status tc_build_split(tc_build_ctx *b);
+void tc_build_units_free(tc_build_ctx *b);
+void tc_build_ctx_free(tc_build_ctx *b);
+tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings);
+void tc_build_count_put(tc_build_ctx *b, long long written);
+void tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len);
+double tc_build_now(void);
+
+#endif

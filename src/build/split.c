@@ -1,0 +1,453 @@
+/* split: the split build. Groups the module's entries into units, keys
+ * every unit by its canonical text, serves what the cache has, compiles the
+ * rest in parallel (one ptxas -c per unit) and links all objects in a fixed
+ * order into one cubin. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compile/ptxas.h"
+#include "../ptx/units.h"
+#include "../store/record.h"
+#include "../util/fs.h"
+#include "build.h"
+
+void tc_build_units_free(tc_build_ctx *b)
+{
+    for (size_t i = 0; i < b->nunits; i++) {
+        tc_unit *u = &b->units[i];
+        tc_text_free(&u->map);
+        free(u->path);
+        tc_sb_free(&u->object);
+        tc_sb_free(&u->log);
+        for (size_t k = 0; k < u->nmeta; k++)
+            tc_entry_clear(&u->meta[k]);
+        free(u->meta);
+    }
+    free(b->units);
+    b->units = NULL;
+    b->nunits = 0;
+}
+
+/* ---- planning ----------------------------------------------------------- */
+
+static int plan_units(tc_build_ctx *b)
+{
+    tc_slicer *s = b->slicer;
+    size_t n = tc_slicer_entry_count(s);
+    uint32_t *cost = malloc(n * sizeof *cost), *first = malloc(n * sizeof *first);
+    uint64_t *hash = malloc(n * sizeof *hash);
+    int rc = -1;
+    if (!cost || !first || !hash)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
+        const tc_ptx_stmt *st = tc_slicer_entry(s, i);
+        const tc_ptx_sym *y = &b->m.syms[st->sym];
+        tc_digest d;
+        tc_digest_of(y->name, y->len, &d);
+        hash[i] = tc_digest_u64(&d);
+        cost[i] = tc_slicer_entry_cost(s, i);
+    }
+    size_t k = tc_plan_units(cost, hash, n, b->o->unit_cost, first);
+    int md = tc_slicer_has_module_data(s);
+    b->units = calloc(k + (size_t)md, sizeof *b->units);
+    if (!b->units)
+        goto done;
+    b->nunits = k + (size_t)md;
+    if (md)
+        b->units[0].is_md = 1;
+    for (size_t u = 0; u < k; u++) {
+        tc_unit *x = &b->units[u + (size_t)md];
+        x->first = first[u];
+        x->count = (uint32_t)((u + 1 < k ? first[u + 1] : n) - first[u]);
+    }
+    rc = 0;
+done:
+    free(cost);
+    free(first);
+    free(hash);
+    return rc;
+}
+
+static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
+{
+    if (u->is_md)
+        return tc_slicer_emit_module_data(b->slicer, t);
+    uint32_t *idx = malloc(u->count * sizeof *idx);
+    if (!idx)
+        return -1;
+    for (uint32_t i = 0; i < u->count; i++)
+        idx[i] = u->first + i;
+    int rc = tc_slicer_emit_unit(b->slicer, idx, u->count, t);
+    free(idx);
+    return rc;
+}
+
+/* ---- unit records --------------------------------------------------------- */
+
+static int decode_unit(tc_unit *u, const char *payload, size_t len)
+{
+    tc_reader rd;
+    tc_reader_init(&rd, payload, len);
+    uint32_t tag;
+    const unsigned char *p;
+    size_t n, nent = 0;
+    int rc, have_object = 0;
+    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1)
+        nent += tag == TC_F_ENTRY;
+    if (rc < 0 || !(u->meta = calloc(nent ? nent : 1, sizeof *u->meta)))
+        return -1;
+    tc_reader_init(&rd, payload, len);
+    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1) {
+        if (tag == TC_F_OBJECT && !have_object) {
+            tc_sb_append(&u->object, p, n);
+            have_object = 1;
+        } else if (tag == TC_F_ENTRY) {
+            if (tc_entry_decode(p, n, &u->meta[u->nmeta]) != 0)
+                return -1;
+            u->nmeta++;
+        } else if (tag == TC_F_LOG) {
+            tc_sb_append(&u->log, p, n);
+        }
+    }
+    return rc < 0 || !have_object || u->object.oom || u->log.oom ? -1 : 0;
+}
+
+static int lookup_unit(tc_build_ctx *b, tc_unit *u)
+{
+    char *payload = NULL;
+    size_t len = 0;
+    int bad = 0;
+    if (!tc_store_get(b->store, b->o->arch, TC_REC_UNIT, &u->key, &payload, &len, &bad)) {
+        b->delta.v[TC_C_BAD_RECORDS] += bad;
+        return 0;
+    }
+    int ok = decode_unit(u, payload, len) == 0;
+    free(payload);
+    if (!ok) {
+        b->delta.v[TC_C_BAD_RECORDS]++;
+        tc_sb_reset(&u->object);
+        tc_sb_reset(&u->log);
+        for (size_t k = 0; k < u->nmeta; k++)
+            tc_entry_clear(&u->meta[k]);
+        free(u->meta);
+        u->meta = NULL;
+        u->nmeta = 0;
+    }
+    return ok;
+}
+
+static void store_unit(tc_build_ctx *b, tc_unit *u, const tc_entry_info *entries)
+{
+    tc_sb p = TC_SB_INIT, e = TC_SB_INIT;
+    tc_field_put(&p, TC_F_OBJECT, u->object.data, u->object.len);
+    for (uint32_t i = 0; i < u->count; i++) {
+        tc_sb_reset(&e);
+        tc_entry_encode(&entries[u->first + i], &e);
+        tc_field_put(&p, TC_F_ENTRY, e.data, e.len);
+    }
+    if (u->log.len)
+        tc_field_put(&p, TC_F_LOG, u->log.data, u->log.len);
+    if (!p.oom)
+        tc_build_count_put(b, tc_store_put(b->store, b->o->arch, TC_REC_UNIT, &u->key, p.data,
+                                           p.len));
+    tc_sb_free(&p);
+    tc_sb_free(&e);
+}
+
+/* ---- keys and lookups -------------------------------------------------------- */
+
+static tc_status key_units(tc_build_ctx *b)
+{
+    int use_cache = b->store && b->o->unit_tier;
+    for (size_t i = 0; i < b->nunits; i++) {
+        tc_unit *u = &b->units[i];
+        if (emit(b, u, &u->map) != 0 ||
+            tc_key_unit(&b->kc, u->map.text.data, u->map.text.len, &u->key) != 0)
+            return TC_ERR_NOMEM;
+        tc_digest_hex(&u->key, u->hex);
+        u->cost = u->map.text.len;
+        if (b->explain) {
+            u->hit = use_cache && tc_store_has(b->store, b->o->arch, TC_REC_UNIT, &u->key);
+        } else if (use_cache && lookup_unit(b, u)) {
+            u->hit = 1;
+            b->delta.v[TC_C_UNIT_HITS]++;
+        } else {
+            if (use_cache)
+                b->delta.v[TC_C_UNIT_MISSES]++;
+            char name[32];
+            snprintf(name, sizeof name, "unit%zu.ptx", i);
+            u->path = tc_path_join(b->scratch, name);
+            if (!u->path)
+                return TC_ERR_NOMEM;
+            if (tc_write_file(u->path, u->map.text.data, u->map.text.len) != 0)
+                return tc_build_fail(b, TC_ERR_IO, "cannot write %s: %s", u->path,
+                                     strerror(errno));
+        }
+        /* Only the line map is needed from here on. */
+        tc_sb_free(&u->map.text);
+    }
+    return TC_OK;
+}
+
+/* ---- parallel compilation ------------------------------------------------------ */
+
+typedef struct pool {
+    tc_build_ctx *b;
+    size_t *todo;   /* unit indices, largest first */
+    size_t ntodo;
+    size_t next;
+    pthread_mutex_t lock;
+} pool;
+
+static void compile_unit(tc_build_ctx *b, tc_unit *u)
+{
+    size_t pl = strlen(u->path);
+    char *out = malloc(pl + 8), *log = malloc(pl + 8);
+    if (!out || !log) {
+        u->spawn_failed = ENOMEM;
+        free(out);
+        free(log);
+        return;
+    }
+    snprintf(out, pl + 8, "%.*s.o", (int)(pl - 4), u->path);
+    snprintf(log, pl + 8, "%.*s.log", (int)(pl - 4), u->path);
+    tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
+                        .nopts = b->o->ncopts, .relocatable = 1, .ptx_path = u->path,
+                        .out_path = out, .log_path = log};
+    if (tc_ptxas_run(&job) != 0) {
+        u->spawn_failed = errno ? errno : EIO;
+        u->exit_code = -1;
+    } else {
+        u->exit_code = job.exit_code;
+    }
+    u->object = job.output;
+    u->log = job.log;
+    free(out);
+    free(log);
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t i = p->next < p->ntodo ? p->todo[p->next++] : (size_t)-1;
+        pthread_mutex_unlock(&p->lock);
+        if (i == (size_t)-1)
+            return NULL;
+        compile_unit(p->b, &p->b->units[i]);
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static tc_status compile_misses(tc_build_ctx *b)
+{
+    pool p = {.b = b};
+    size_t cap = b->nunits ? b->nunits : 1;
+    p.todo = malloc(cap * sizeof *p.todo);
+    uint64_t *order = malloc(cap * sizeof *order);
+    if (!p.todo || !order) {
+        free(p.todo);
+        free(order);
+        return TC_ERR_NOMEM;
+    }
+    /* Largest first, so the longest compile starts early (LPT scheduling):
+     * sort by (inverted cost, index). */
+    for (size_t i = 0; i < b->nunits; i++) {
+        if (b->units[i].hit)
+            continue;
+        uint64_t c = b->units[i].cost > UINT32_MAX ? UINT32_MAX : b->units[i].cost;
+        order[p.ntodo++] = (uint64_t)(UINT32_MAX - c) << 32 | i;
+    }
+    qsort(order, p.ntodo, sizeof *order, cmp_u64);
+    for (size_t i = 0; i < p.ntodo; i++)
+        p.todo[i] = (size_t)(order[i] & UINT32_MAX);
+    free(order);
+    pthread_mutex_init(&p.lock, NULL);
+    size_t nthreads = (size_t)b->o->jobs < p.ntodo ? (size_t)b->o->jobs : p.ntodo;
+    pthread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
+    size_t started = 0;
+    double t = tc_build_now();
+    if (threads && nthreads > 1) {
+        for (; started < nthreads; started++)
+            if (pthread_create(&threads[started], NULL, worker, &p) != 0)
+                break;
+    }
+    if (started == 0)
+        worker(&p); /* one job, or no threads available: run here */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    b->r->report.seconds_compile = tc_build_now() - t;
+    b->r->report.units_compiled = (uint32_t)p.ntodo;
+    b->delta.v[TC_C_COMPILES] += p.ntodo;
+    free(threads);
+    free(p.todo);
+    pthread_mutex_destroy(&p.lock);
+    return TC_OK;
+}
+
+/* ---- entries, diagnostics, link -------------------------------------------------- */
+
+static tc_status fill_entries(tc_build_ctx *b)
+{
+    tc_result *r = b->r;
+    size_t n = tc_slicer_entry_count(b->slicer);
+    r->entries = calloc(n ? n : 1, sizeof *r->entries);
+    if (!r->entries)
+        return TC_ERR_NOMEM;
+    for (size_t ui = 0; ui < b->nunits; ui++) {
+        tc_unit *u = &b->units[ui];
+        for (uint32_t k = 0; k < u->count; k++) {
+            size_t i = u->first + k;
+            tc_entry_info *e = &r->entries[i];
+            if (tc_entry_from_stmt(&b->m, tc_slicer_entry(b->slicer, i), e) != 0 ||
+                tc_entry_set_key(&e->unit_key, u->hex) != 0)
+                return TC_ERR_NOMEM;
+            r->nentries = i + 1 > r->nentries ? i + 1 : r->nentries;
+            e->unit = (uint32_t)ui;
+            e->cached = u->hit;
+            for (size_t m = 0; m < u->nmeta; m++) {
+                const tc_entry_info *s = &u->meta[m];
+                if (!strcmp(s->name, e->name)) {
+                    e->registers = s->registers;
+                    e->shared_bytes = s->shared_bytes;
+                    e->stack_bytes = s->stack_bytes;
+                    e->spill_store_bytes = s->spill_store_bytes;
+                    e->spill_load_bytes = s->spill_load_bytes;
+                }
+            }
+        }
+        if (!u->hit && u->log.len)
+            tc_build_resources_from_log(&r->entries[u->first], u->count, u->log.data,
+                                        u->log.len);
+    }
+    return TC_OK;
+}
+
+/* Explain also reports each entry's own slice key. */
+static tc_status slice_keys(tc_build_ctx *b)
+{
+    for (size_t i = 0; i < b->r->nentries; i++) {
+        tc_text t;
+        memset(&t, 0, sizeof t);
+        uint32_t idx = (uint32_t)i;
+        tc_digest d;
+        char hex[TC_DIGEST_HEX_LEN + 1];
+        int rc = tc_slicer_emit_unit(b->slicer, &idx, 1, &t);
+        if (rc == 0)
+            rc = tc_key_unit(&b->kc, t.text.data, t.text.len, &d);
+        tc_text_free(&t);
+        if (rc != 0)
+            return TC_ERR_NOMEM;
+        tc_digest_hex(&d, hex);
+        if (tc_entry_set_key(&b->r->entries[i].slice_key, hex) != 0)
+            return TC_ERR_NOMEM;
+    }
+    return TC_OK;
+}
+
+static tc_status link_units(tc_build_ctx *b)
+{
+    tc_blob *objs = malloc((b->nunits ? b->nunits : 1) * sizeof *objs);
+    if (!objs)
+        return TC_ERR_NOMEM;
+    for (size_t i = 0; i < b->nunits; i++) {
+        objs[i].p = b->units[i].object.data;
+        objs[i].n = b->units[i].object.len;
+    }
+    tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
+    double t = tc_build_now();
+    int rc = tc_link(&b->linker, b->o->arch, objs, b->nunits, b->scratch, &image, &log);
+    b->r->report.seconds_link = tc_build_now() - t;
+    free(objs);
+    tc_status st = TC_OK;
+    if (rc != 0) {
+        /* one diagnostic line per line of the linker's message */
+        const char *p = log.data ? log.data : "";
+        while (*p) {
+            size_t n = strcspn(p, "\n");
+            if (n)
+                tc_sb_printf(&b->r->diag, "%s: error: link: %.*s\n", b->name, (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+        if (!log.len)
+            tc_build_fail(b, TC_ERR_LINK, "link failed");
+        st = TC_ERR_LINK;
+    } else {
+        b->r->image = tc_sb_take(&image, &b->r->image_len);
+        if (!b->r->image)
+            st = TC_ERR_NOMEM;
+    }
+    tc_sb_free(&image);
+    tc_sb_free(&log);
+    return st;
+}
+
+tc_status tc_build_split(tc_build_ctx *b)
+{
+    tc_result *r = b->r;
+    if (plan_units(b) != 0)
+        return TC_ERR_NOMEM;
+    tc_status st = key_units(b);
+    if (st != TC_OK)
+        return st;
+    r->report.split = 1;
+    r->report.units = (uint32_t)b->nunits;
+    r->report.entries = (uint32_t)tc_slicer_entry_count(b->slicer);
+    for (size_t i = 0; i < b->nunits; i++)
+        r->report.unit_hits += (uint32_t)b->units[i].hit;
+    if (b->explain) {
+        r->report.module_hit = b->store && b->o->module_tier &&
+                               tc_store_has(b->store, b->o->arch, TC_REC_MODULE, &b->module_key);
+        if ((st = fill_entries(b)) != TC_OK)
+            return st;
+        return slice_keys(b);
+    }
+    if ((st = compile_misses(b)) != TC_OK)
+        return st;
+    /* Diagnostics of every unit (replayed from records for hits), mapped to
+     * input lines; compile errors stop the build here. */
+    tc_sb warnings = TC_SB_INIT;
+    size_t errors = 0;
+    for (size_t i = 0; i < b->nunits; i++) {
+        tc_unit *u = &b->units[i];
+        if (u->spawn_failed) {
+            st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s", b->ptxas,
+                               strerror(u->spawn_failed));
+            continue;
+        }
+        size_t e = tc_ptxas_diagnostics(u->log.data ? u->log.data : "", u->log.len, &u->map,
+                                        b->name, &warnings);
+        if (u->exit_code != 0 && !e) {
+            tc_sb_printf(&warnings, "%s: error: ptxas failed (exit code %d)\n", b->name,
+                         u->exit_code);
+            e = 1;
+        }
+        errors += e;
+    }
+    tc_sb_append(&r->diag, warnings.data, warnings.len);
+    if (st == TC_OK && errors)
+        st = TC_ERR_COMPILE;
+    if (st == TC_OK)
+        st = fill_entries(b);
+    if (st == TC_OK)
+        st = link_units(b);
+    if (st == TC_OK && b->store) {
+        for (size_t i = 0; b->o->unit_tier && i < b->nunits; i++)
+            if (!b->units[i].hit)
+                store_unit(b, &b->units[i], r->entries);
+        if (b->o->module_tier)
+            tc_build_store_module(b, &warnings);
+    }
+    tc_sb_free(&warnings);
+    return st;
+}

@@ -1,0 +1,547 @@
+/* taskcache: the command-line tool. A thin client of include/taskcache.h:
+ * it parses arguments, reads the input, calls the library and prints what
+ * the library reports. Exit codes: 0 ok, 1 input or compile error, 2 usage. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "taskcache.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+static const char *prog = "taskcache";
+
+static const char usage_main[] =
+    "usage: taskcache <command> [options]\n"
+    "\n"
+    "Incremental, cached compilation of PTX modules: each kernel is compiled\n"
+    "separately (grouped into small units), cached, and linked into one cubin;\n"
+    "after an edit only the changed kernel's unit is compiled again, and an\n"
+    "unchanged module is a single cache read.\n"
+    "\n"
+    "commands:\n"
+    "  build IN.ptx -o OUT.cubin --arch sm_XX [options]   build a linked cubin\n"
+    "  explain IN.ptx --arch sm_XX [options]              show kernels, unit keys, hits/misses\n"
+    "  stats [--json] [--zero]                            cache statistics\n"
+    "  clear                                              remove every cached record\n"
+    "  help [command]                                     help for a command\n"
+    "  version                                            print versions\n"
+    "\n"
+    "The cache lives in --cache-dir DIR, else $TASKCACHE_DIR, else\n"
+    "$XDG_CACHE_HOME/taskcache, else ~/.cache/taskcache.\n"
+    "Exit status: 0 success, 1 input or compile error, 2 usage error.\n"
+    "Run 'taskcache help build' for the build options.\n";
+
+static const char usage_build[] =
+    "usage: taskcache build IN.ptx -o OUT.cubin --arch sm_XX [options]\n"
+    "       taskcache explain IN.ptx --arch sm_XX [options]\n"
+    "\n"
+    "IN.ptx may be '-' for standard input. build writes OUT.cubin atomically;\n"
+    "explain compiles nothing and lists every kernel with its unit, its keys\n"
+    "and whether its unit is cached.\n"
+    "\n"
+    "target and compiler options (all of them are part of every cache key):\n"
+    "  --arch sm_XX, -arch=sm_XX   GPU target, e.g. sm_90 or sm_90a (required)\n"
+    "  -O N, -ON                   ptxas optimization level (ptxas default: 3)\n"
+    "  -lineinfo                   generate line-number information\n"
+    "  -maxrregcount N             limit registers per thread\n"
+    "  --fmad=true|false           contraction of multiply-add\n"
+    "  -Xptxas OPT                 pass any other ptxas option (repeatable;\n"
+    "                              options with values as --opt=value)\n"
+    "  --ptxas PATH                the ptxas to use (default: $TASKCACHE_PTXAS,\n"
+    "                              $CUDA_HOME/bin, the toolkit found at build time, $PATH)\n"
+    "\n"
+    "build options:\n"
+    "  -o FILE                     output cubin (required for build)\n"
+    "  -j N, --jobs N              compiler processes at once (default: all CPUs)\n"
+    "  --cache-dir DIR             cache directory\n"
+    "  --no-cache                  build without reading or writing the cache\n"
+    "  --no-module-cache           skip whole-module records (debugging)\n"
+    "  --no-unit-cache             skip unit records (debugging)\n"
+    "  --no-split                  compile the module whole (debugging)\n"
+    "  --unit-cost N               target size of a compile unit, in PTX statements\n"
+    "  -v, --verbose               print what was reused and compiled\n"
+    "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
+    "  --full-keys                 explain: print whole 64-digit keys\n"
+    "\n"
+    "When a module holds a construct that cannot be split safely (DWARF sections\n"
+    "from -G, device-side launches, ...), it is compiled whole, still cached, and\n"
+    "a note says why.\n";
+
+static const char usage_stats[] =
+    "usage: taskcache stats [--cache-dir DIR] [--json] [--zero]\n"
+    "\n"
+    "Prints the cache's counters (summed over every process that used it) and\n"
+    "what is on disk. --zero resets the counters afterwards.\n";
+
+static const char usage_clear[] =
+    "usage: taskcache clear [--cache-dir DIR]\n"
+    "\n"
+    "Removes every record and resets the counters. Safe while other processes\n"
+    "use the cache: they see misses.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'taskcache help' for more information.\n");
+    return EXIT_USAGE;
+}
+
+typedef struct args {
+    const char *input;
+    const char *output;
+    const char *cache_dir;
+    int no_cache, verbose, quiet, json, zero, full_keys;
+    tc_options *opts;
+} args;
+
+/* Accepts "--name VALUE", "--name=VALUE" and, for short forms, "-nVALUE".
+ * Returns the value or NULL if argv[*i] is not this option. */
+static const char *value_of(int argc, char **argv, int *i, const char *name, int attached)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] == '\0') {
+        if (*i + 1 >= argc)
+            return "";
+        return argv[++*i];
+    }
+    return attached ? a + n : NULL;
+}
+
+static int add_opt(args *a, const char *opt)
+{
+    tc_error err;
+    if (tc_options_add_compiler_option(a->opts, opt, &err) != TC_OK)
+        return usage_error("%s", err.message);
+    return EXIT_OK;
+}
+
+static int add_opt_value(args *a, const char *name, const char *value)
+{
+    if (!*value)
+        return usage_error("option %s needs a value", name);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s=%s", name, value);
+    return add_opt(a, buf);
+}
+
+static int parse_build_args(int argc, char **argv, args *a, int need_output)
+{
+    int rc;
+    for (int i = 0; i < argc; i++) {
+        const char *s = argv[i], *v;
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage_build, stdout);
+            exit(EXIT_OK);
+        } else if (!strcmp(s, "-") || s[0] != '-') {
+            if (a->input)
+                return usage_error("more than one input file: '%s'", s);
+            a->input = s;
+        } else if ((v = value_of(argc, argv, &i, "-o", 1)) ||
+                   (v = value_of(argc, argv, &i, "--output", 0))) {
+            if (!*v)
+                return usage_error("%s needs a file name", s);
+            a->output = v;
+        } else if ((v = value_of(argc, argv, &i, "--arch", 0)) ||
+                   (v = value_of(argc, argv, &i, "-arch", 0))) {
+            tc_error err;
+            if (tc_options_set_arch(a->opts, v, &err) != TC_OK)
+                return usage_error("%s", err.message);
+        } else if ((v = value_of(argc, argv, &i, "-j", 1)) ||
+                   (v = value_of(argc, argv, &i, "--jobs", 0))) {
+            char *end;
+            long j = strtol(v, &end, 10);
+            if (!*v || *end || j < 1 || j > 4096)
+                return usage_error("-j needs a positive number, not '%s'", v);
+            tc_options_set_jobs(a->opts, (int)j);
+        } else if ((v = value_of(argc, argv, &i, "--cache-dir", 0))) {
+            if (!*v)
+                return usage_error("%s needs a directory", "--cache-dir");
+            a->cache_dir = v;
+        } else if ((v = value_of(argc, argv, &i, "--ptxas", 0))) {
+            tc_options_set_ptxas(a->opts, v);
+        } else if ((v = value_of(argc, argv, &i, "--unit-cost", 0))) {
+            char *end;
+            long c = strtol(v, &end, 10);
+            if (!*v || *end || c < 1)
+                return usage_error("--unit-cost needs a positive number, not '%s'", v);
+            tc_options_set_unit_cost(a->opts, (unsigned)c);
+        } else if (!strcmp(s, "-O") || (s[1] == 'O' && s[2] >= '0' && s[2] <= '9' && !s[3])) {
+            const char *lvl = s[2] ? s + 2 : (i + 1 < argc ? argv[++i] : "");
+            if (strlen(lvl) != 1 || lvl[0] < '0' || lvl[0] > '3')
+                return usage_error("-O needs a level from 0 to 3, not '%s'", lvl);
+            char o[4] = {'-', 'O', lvl[0], 0};
+            if ((rc = add_opt(a, o)))
+                return rc;
+        } else if (!strcmp(s, "-lineinfo") || !strcmp(s, "--generate-line-info")) {
+            if ((rc = add_opt(a, "-lineinfo")))
+                return rc;
+        } else if ((v = value_of(argc, argv, &i, "-maxrregcount", 0)) ||
+                   (v = value_of(argc, argv, &i, "--maxrregcount", 0))) {
+            if ((rc = add_opt_value(a, "--maxrregcount", v)))
+                return rc;
+        } else if ((v = value_of(argc, argv, &i, "--fmad", 0)) ||
+                   (v = value_of(argc, argv, &i, "-fmad", 0))) {
+            if (strcmp(v, "true") && strcmp(v, "false"))
+                return usage_error("--fmad takes true or false, not '%s'", v);
+            if ((rc = add_opt_value(a, "--fmad", v)))
+                return rc;
+        } else if ((v = value_of(argc, argv, &i, "-Xptxas", 0))) {
+            if (!*v)
+                return usage_error("%s needs an option", "-Xptxas");
+            if ((rc = add_opt(a, v)))
+                return rc;
+        } else if (!strcmp(s, "--no-cache")) {
+            a->no_cache = 1;
+        } else if (!strcmp(s, "--no-module-cache")) {
+            tc_options_set_tier(a->opts, TC_TIER_MODULE, 0);
+        } else if (!strcmp(s, "--no-unit-cache")) {
+            tc_options_set_tier(a->opts, TC_TIER_UNIT, 0);
+        } else if (!strcmp(s, "--no-split")) {
+            tc_options_set_split(a->opts, 0);
+        } else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
+            a->verbose = 1;
+        } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+            a->quiet = 1;
+        } else if (!strcmp(s, "--full-keys")) {
+            a->full_keys = 1;
+        } else {
+            return usage_error("unknown option '%s'", s);
+        }
+    }
+    if (!a->input)
+        return usage_error("%s", "no input file");
+    if (need_output && !a->output)
+        return usage_error("%s", "no output file: give -o OUT.cubin");
+    return EXIT_OK;
+}
+
+static int parse_cache_args(int argc, char **argv, args *a, const char *usage)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            exit(EXIT_OK);
+        } else if ((v = value_of(argc, argv, &i, "--cache-dir", 0))) {
+            if (!*v)
+                return usage_error("%s needs a directory", "--cache-dir");
+            a->cache_dir = v;
+        } else if (!strcmp(argv[i], "--json")) {
+            a->json = 1;
+        } else if (!strcmp(argv[i], "--zero")) {
+            a->zero = 1;
+        } else {
+            return usage_error("unknown argument '%s'", argv[i]);
+        }
+    }
+    return EXIT_OK;
+}
+
+static char *read_input(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        fprintf(stderr, "%s: error: cannot open %s: %s\n", prog, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    int bad = ferror(f);
+    if (f != stdin)
+        fclose(f);
+    if (!buf || bad) {
+        fprintf(stderr, "%s: error: cannot read %s: %s\n", prog, path,
+                buf ? strerror(errno) : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+static int exit_for(tc_status s)
+{
+    switch (s) {
+    case TC_OK: return EXIT_OK;
+    case TC_ERR_INVALID: return EXIT_USAGE;
+    default: return EXIT_FAIL;
+    }
+}
+
+static int line_has(const char *line, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (!memcmp(line + i, needle, k))
+            return 1;
+    return 0;
+}
+
+/* Prints the library's diagnostics; notes are dropped with --quiet. */
+static void print_diagnostics(const tc_result *r, int quiet)
+{
+    const char *d = tc_result_diagnostics(r);
+    while (*d) {
+        size_t n = strcspn(d, "\n");
+        int note = line_has(d, n, ": note: ");
+        if (!(note && quiet))
+            fprintf(stderr, "%.*s\n", (int)n, d);
+        d += n + (d[n] == '\n');
+    }
+}
+
+static tc_cache *open_cache(const char *dir)
+{
+    tc_cache *c = NULL;
+    tc_error err;
+    if (tc_cache_open(dir, &c, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        return NULL;
+    }
+    return c;
+}
+
+static int cmd_build(int argc, char **argv, int explain)
+{
+    args a;
+    memset(&a, 0, sizeof a);
+    a.opts = tc_options_new();
+    if (!a.opts)
+        return EXIT_FAIL;
+    int rc = parse_build_args(argc, argv, &a, !explain);
+    tc_cache *cache = NULL;
+    char *ptx = NULL;
+    size_t len = 0;
+    tc_result *r = NULL;
+    if (rc)
+        goto done;
+    rc = EXIT_FAIL;
+    if (!(ptx = read_input(a.input, &len)))
+        goto done;
+    if (!a.no_cache && !(cache = open_cache(a.cache_dir)))
+        goto done;
+    const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
+    tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
+                           : tc_build(cache, a.opts, ptx, len, name, &r);
+    if (!r) {
+        fprintf(stderr, "%s: error: %s\n", prog, tc_status_name(st));
+        rc = exit_for(st);
+        goto done;
+    }
+    print_diagnostics(r, a.quiet);
+    rc = exit_for(st);
+    if (st != TC_OK)
+        goto done;
+    tc_report rep;
+    tc_result_report(r, &rep);
+    if (!explain) {
+        tc_error err;
+        if (tc_result_write_image(r, a.output, &err) != TC_OK) {
+            fprintf(stderr, "%s: error: %s\n", prog, err.message);
+            rc = EXIT_FAIL;
+            goto done;
+        }
+        if (a.verbose) {
+            if (rep.module_hit)
+                fprintf(stderr, "%s: %s: module record hit: %u kernels, %.3f s\n", prog, name,
+                        rep.entries, rep.seconds);
+            else
+                fprintf(stderr,
+                        "%s: %s: %u kernels in %u units: %u from cache, %u compiled "
+                        "(%s); compile %.3f s, link %.3f s, total %.3f s\n",
+                        prog, name, rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
+                        rep.split ? "split" : "whole module", rep.seconds_compile,
+                        rep.seconds_link, rep.seconds);
+        }
+        goto done;
+    }
+    const char *why = tc_result_whole_reason(r);
+    printf("input:  %s\nmode:   %s%s\nmodule: %s\n", name, why ? "whole module: " : "split",
+           why ? why : "", rep.module_hit ? "cached (an unchanged build is one record read)"
+                                          : "not cached");
+    if (!why)
+        printf("units:  %u (%u cached)\n", rep.units, rep.unit_hits);
+    int kw = a.full_keys ? 64 : 16;
+    printf("\n%-32s %5s  %-*s  %-*s  %s\n", "KERNEL", "UNIT", kw, "UNIT KEY", kw, "SLICE KEY",
+           "UNIT CACHED");
+    for (size_t i = 0; i < tc_result_entry_count(r); i++) {
+        tc_entry_info e;
+        tc_result_entry(r, i, &e);
+        printf("%-32s %5u  %-*.*s  %-*.*s  %s\n", e.name, e.unit, kw, kw,
+               *e.unit_key ? e.unit_key : "-", kw, kw, *e.slice_key ? e.slice_key : "-",
+               why ? "-" : e.cached ? "yes" : "no");
+    }
+done:
+    tc_result_free(r);
+    free(ptx);
+    tc_cache_close(cache);
+    tc_options_free(a.opts);
+    return rc;
+}
+
+static void human_bytes(uint64_t b, char *out, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void pct_line(const char *label, uint64_t v, uint64_t total)
+{
+    if (total)
+        printf("%-34s %12llu  (%5.1f %%)\n", label, (unsigned long long)v, 100.0 * (double)v / (double)total);
+    else
+        printf("%-34s %12llu\n", label, (unsigned long long)v);
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_cache_args(argc, argv, &a, usage_stats);
+    if (rc)
+        return rc;
+    tc_cache *c = open_cache(a.cache_dir);
+    if (!c)
+        return EXIT_FAIL;
+    tc_stats s;
+    tc_error err;
+    if (tc_cache_stats(c, &s, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        tc_cache_close(c);
+        return EXIT_FAIL;
+    }
+    if (a.json) {
+        printf("{\"cache_dir\": \"%s\", \"builds\": %llu, \"module_hits\": %llu, "
+               "\"module_misses\": %llu, \"unit_hits\": %llu, \"unit_misses\": %llu, "
+               "\"compiles\": %llu, \"compile_errors\": %llu, \"whole_builds\": %llu, "
+               "\"records_written\": %llu, \"bytes_written\": %llu, \"bad_records\": %llu, "
+               "\"store_errors\": %llu, \"module_records\": %llu, \"unit_records\": %llu, "
+               "\"disk_bytes\": %llu}\n",
+               tc_cache_dir(c), (unsigned long long)s.builds, (unsigned long long)s.module_hits,
+               (unsigned long long)s.module_misses, (unsigned long long)s.unit_hits,
+               (unsigned long long)s.unit_misses, (unsigned long long)s.compiles,
+               (unsigned long long)s.compile_errors, (unsigned long long)s.whole_builds,
+               (unsigned long long)s.records_written, (unsigned long long)s.bytes_written,
+               (unsigned long long)s.bad_records, (unsigned long long)s.store_errors,
+               (unsigned long long)s.module_records, (unsigned long long)s.unit_records,
+               (unsigned long long)s.disk_bytes);
+    } else {
+        char disk[32], written[32];
+        human_bytes(s.disk_bytes, disk, sizeof disk);
+        human_bytes(s.bytes_written, written, sizeof written);
+        printf("%-34s %s\n", "cache directory", tc_cache_dir(c));
+        if (tc_cache_warning(c))
+            printf("%-34s %s\n", "warning", tc_cache_warning(c));
+        pct_line("builds", s.builds, 0);
+        pct_line("  module record hits", s.module_hits, s.module_hits + s.module_misses);
+        pct_line("  module record misses", s.module_misses, s.module_hits + s.module_misses);
+        pct_line("  compiled whole (not split)", s.whole_builds, 0);
+        pct_line("  failed", s.compile_errors, 0);
+        pct_line("unit hits", s.unit_hits, s.unit_hits + s.unit_misses);
+        pct_line("unit misses", s.unit_misses, s.unit_hits + s.unit_misses);
+        pct_line("compiler runs", s.compiles, 0);
+        printf("%-34s %12llu  (%s)\n", "records written", (unsigned long long)s.records_written,
+               written);
+        pct_line("bad records (rebuilt)", s.bad_records, 0);
+        pct_line("records not written", s.store_errors, 0);
+        printf("%-34s %12llu\n", "module records on disk", (unsigned long long)s.module_records);
+        printf("%-34s %12llu\n", "unit records on disk", (unsigned long long)s.unit_records);
+        printf("%-34s %12s\n", "size on disk", disk);
+    }
+    if (a.zero && tc_cache_zero_stats(c, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        rc = EXIT_FAIL;
+    }
+    tc_cache_close(c);
+    return rc;
+}
+
+static int cmd_clear(int argc, char **argv)
+{
+    args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_cache_args(argc, argv, &a, usage_clear);
+    if (rc)
+        return rc;
+    if (a.json || a.zero)
+        return usage_error("%s", "clear takes only --cache-dir");
+    tc_cache *c = open_cache(a.cache_dir);
+    if (!c)
+        return EXIT_FAIL;
+    tc_error err;
+    if (tc_cache_clear(c, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        rc = EXIT_FAIL;
+    } else {
+        printf("cleared %s\n", tc_cache_dir(c));
+    }
+    tc_cache_close(c);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "build"))
+        return cmd_build(argc - 2, argv + 2, 0);
+    if (!strcmp(cmd, "explain"))
+        return cmd_build(argc - 2, argv + 2, 1);
+    if (!strcmp(cmd, "stats"))
+        return cmd_stats(argc - 2, argv + 2);
+    if (!strcmp(cmd, "clear"))
+        return cmd_clear(argc - 2, argv + 2);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("taskcache %s\n", tc_version());
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        const char *topic = argc > 2 ? argv[2] : "";
+        if (!strcmp(topic, "build") || !strcmp(topic, "explain"))
+            fputs(usage_build, stdout);
+        else if (!strcmp(topic, "stats"))
+            fputs(usage_stats, stdout);
+        else if (!strcmp(topic, "clear"))
+            fputs(usage_clear, stdout);
+        else if (!*topic)
+            fputs(usage_main, stdout);
+        else
+            return usage_error("no help for '%s'", topic);
+        return EXIT_OK;
+    }
+    return usage_error("unknown command '%s'", cmd);
+}

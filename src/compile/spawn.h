@@ -1,0 +1,16 @@
+/* spawn: runs a program without a shell (posix_spawn) and waits for it.
+ * Output goes to a file or is captured in memory. Only the child's own pid
+ * is waited for, so a host process's other children are never reaped. */
+#ifndef TC_COMPILE_SPAWN_H
+#define TC_COMPILE_SPAWN_H
+
+#include "../util/strbuf.h"
+
+/* argv[0] is the program path (no $PATH search). Standard output and
+ * standard error both go to log_path when it is non-NULL, else into
+ * `capture` (if non-NULL) or nowhere. *exit_code is the exit status, or
+ * 128 + signal. Returns 0 when the program ran, -1 when it could not be
+ * started (errno set). */
+int tc_spawn(char *const argv[], const char *log_path, tc_sb *capture, int *exit_code);
+
+#endif

@@ -1,0 +1,34 @@
+/* key: the cache keys. Every key is a SHA-256 over tagged, length-prefixed
+ * fields: the record format, the exact target, every compiler option, the
+ * compiler's identity and the text being compiled. When unsure whether
+ * something can change the machine code, it goes in the key. */
+#ifndef TC_KEY_KEY_H
+#define TC_KEY_KEY_H
+
+#include <stddef.h>
+
+#include "../util/hash.h"
+
+/* Version of the slicing and unit-grouping rules: part of module keys,
+ * because it decides which objects a module is linked from. Unit keys need
+ * no such field: they hash the very text that is compiled. */
+#define TC_SLICER_VERSION 1
+
+typedef struct tc_keyctx {
+    const char *target;       /* "sm_90" */
+    const char *const *opts;  /* compiler options, in order */
+    size_t nopts;
+    const char *compiler_id;  /* tc_tool_identity of ptxas */
+} tc_keyctx;
+
+/* Key of a compile unit (relocatable object) from its canonical text.
+ * Returns 0, or -1 out of memory (no key must then be used). */
+int tc_key_unit(const tc_keyctx *k, const char *text, size_t len, tc_digest *out);
+
+/* Key of a whole module: its exact input bytes plus everything that decides
+ * how it is built and linked. `plan` describes the build plan ("split:600"
+ * or "whole"). Returns 0, or -1 out of memory. */
+int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
+                   const void *input, size_t len, tc_digest *out);
+
+#endif

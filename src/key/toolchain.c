@@ -1,0 +1,210 @@
+/* toolchain: tool discovery and memoized identities (see toolchain.h). */
+#define _GNU_SOURCE
+#include "toolchain.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../compile/spawn.h"
+#include "../util/fs.h"
+
+#ifndef TC_CUDA_BIN_DIR
+#define TC_CUDA_BIN_DIR ""
+#endif
+
+static int executable(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+static int try_dir(const char *dir, const char *name, char *out, size_t outlen)
+{
+    if (!dir || !*dir)
+        return -1;
+    int n = snprintf(out, outlen, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < outlen && executable(out) ? 0 : -1;
+}
+
+int tc_tool_find(const char *explicit_path, const char *env_var, const char *name,
+                 char *out, size_t outlen)
+{
+    const char *e = explicit_path && *explicit_path ? explicit_path
+                                                   : (env_var ? getenv(env_var) : NULL);
+    if (e && *e) {
+        if (strchr(e, '/')) {
+            snprintf(out, outlen, "%s", e);
+            return executable(out) ? 0 : -1;
+        }
+        name = e; /* a bare name: search for it below */
+    }
+    char bin[TC_PATH_MAX];
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+    for (int i = 0; i < 2; i++) {
+        if (homes[i] && *homes[i]) {
+            snprintf(bin, sizeof bin, "%s/bin", homes[i]);
+            if (try_dir(bin, name, out, outlen) == 0)
+                return 0;
+        }
+    }
+    if (try_dir(TC_CUDA_BIN_DIR, name, out, outlen) == 0)
+        return 0;
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        if (n && n < sizeof bin) {
+            memcpy(bin, path, n);
+            bin[n] = '\0';
+            if (try_dir(bin, name, out, outlen) == 0)
+                return 0;
+        }
+        path = colon ? colon + 1 : NULL;
+    }
+    return -1;
+}
+
+/* ---- memo --------------------------------------------------------------- */
+
+typedef struct memo {
+    char *path;
+    struct stat st;
+    char id[TC_DIGEST_HEX_LEN + 1];
+    char version[160];
+    struct memo *next;
+} memo;
+
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static memo *memos;
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static void stamp(const struct stat *st, char *buf, size_t n)
+{
+    snprintf(buf, n, "%llu %llu %lld %lld %ld", (unsigned long long)st->st_dev,
+             (unsigned long long)st->st_ino, (long long)st->st_size,
+             (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+}
+
+static char *disk_memo_path(const char *memo_dir, const char *path)
+{
+    tc_digest d;
+    char hex[TC_DIGEST_HEX_LEN + 1];
+    tc_digest_of(path, strlen(path), &d);
+    tc_digest_hex(&d, hex);
+    hex[32] = '\0';
+    return tc_path_join(memo_dir, hex);
+}
+
+/* Disk memo format: "<stamp>\n<id>\n<version>\n". */
+static int read_disk_memo(const char *file, const struct stat *st, char *id, char *version,
+                          size_t vlen)
+{
+    char *data;
+    size_t len;
+    if (tc_read_file(file, 1, &data, &len) != 0)
+        return -1;
+    char want[128];
+    stamp(st, want, sizeof want);
+    int rc = -1;
+    char *nl1 = strchr(data, '\n');
+    char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
+    char *nl3 = nl2 ? strchr(nl2 + 1, '\n') : NULL;
+    if (nl3 && (size_t)(nl1 - data) == strlen(want) && !memcmp(data, want, strlen(want)) &&
+        nl2 - nl1 - 1 == TC_DIGEST_HEX_LEN) {
+        memcpy(id, nl1 + 1, TC_DIGEST_HEX_LEN);
+        id[TC_DIGEST_HEX_LEN] = '\0';
+        snprintf(version, vlen, "%.*s", (int)(nl3 - nl2 - 1), nl2 + 1);
+        tc_digest check;
+        rc = tc_digest_from_hex(id, &check);
+    }
+    free(data);
+    return rc;
+}
+
+static int probe(const char *path, char *id, char *version, size_t vlen, tc_sb *err)
+{
+    char *argv[] = {(char *)path, (char *)"--version", NULL};
+    tc_sb out = TC_SB_INIT;
+    int code = 0;
+    if (tc_spawn(argv, NULL, &out, &code) != 0 || code != 0 || !out.len) {
+        tc_sb_printf(err, "cannot run '%s --version': %s", path,
+                     code ? "it failed" : strerror(errno));
+        tc_sb_free(&out);
+        return -1;
+    }
+    tc_digest d;
+    tc_digest_of(out.data, out.len, &d);
+    tc_digest_hex(&d, id);
+    /* last non-empty line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0" */
+    char *end = out.data + out.len;
+    while (end > out.data && (end[-1] == '\n' || end[-1] == '\r'))
+        end--;
+    char *start = end;
+    while (start > out.data && start[-1] != '\n')
+        start--;
+    snprintf(version, vlen, "%.*s", (int)(end - start), start);
+    tc_sb_free(&out);
+    return 0;
+}
+
+int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+                     char *version, size_t vlen, tc_sb *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        tc_sb_printf(err, "cannot find '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    pthread_mutex_lock(&memo_lock);
+    for (memo *m = memos; m; m = m->next) {
+        if (!strcmp(m->path, path) && same_file(&m->st, &st)) {
+            memcpy(id, m->id, TC_DIGEST_HEX_LEN + 1);
+            snprintf(version, vlen, "%s", m->version);
+            pthread_mutex_unlock(&memo_lock);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&memo_lock);
+
+    char *file = memo_dir ? disk_memo_path(memo_dir, path) : NULL;
+    int found = file && read_disk_memo(file, &st, id, version, vlen) == 0;
+    if (!found) {
+        if (probe(path, id, version, vlen, err) != 0) {
+            free(file);
+            return -1;
+        }
+        if (file && tc_mkdir_p(memo_dir, 0700) == 0) {
+            tc_sb rec = TC_SB_INIT;
+            char s[128];
+            stamp(&st, s, sizeof s);
+            tc_sb_printf(&rec, "%s\n%s\n%s\n", s, id, version);
+            /* best effort: a memo that cannot be written costs one probe */
+            (void)tc_write_atomic(file, rec.data, rec.len, 0600);
+            tc_sb_free(&rec);
+        }
+    }
+    free(file);
+    memo *m = calloc(1, sizeof *m);
+    if (m && (m->path = strdup(path)) != NULL) {
+        m->st = st;
+        memcpy(m->id, id, TC_DIGEST_HEX_LEN + 1);
+        snprintf(m->version, sizeof m->version, "%s", version);
+        pthread_mutex_lock(&memo_lock);
+        m->next = memos;
+        memos = m;
+        pthread_mutex_unlock(&memo_lock);
+    } else {
+        free(m);
+    }
+    return 0;
+}

@@ -1,0 +1,269 @@
+/* link: nvJitLink (in process) and nvlink (process) linking. */
+#define _GNU_SOURCE
+#include "link.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../compile/spawn.h"
+#include "../util/fs.h"
+
+#ifndef TC_NVJITLINK_LIB
+#define TC_NVJITLINK_LIB ""
+#endif
+
+/* The nvJitLink C API (documented in the CUDA toolkit's nvJitLink guide):
+ * declared here rather than taken from nvJitLink.h so that taskcache builds
+ * without the toolkit and binds to whichever library it finds at run time.
+ * The unversioned symbols are exported by every release. */
+typedef struct nvjl *nvjl_handle;
+enum { NVJL_SUCCESS = 0, NVJL_INPUT_CUBIN = 1 };
+typedef int (*nvjl_create_fn)(nvjl_handle *, uint32_t, const char **);
+typedef int (*nvjl_destroy_fn)(nvjl_handle *);
+typedef int (*nvjl_add_data_fn)(nvjl_handle, int, const void *, size_t, const char *);
+typedef int (*nvjl_complete_fn)(nvjl_handle);
+typedef int (*nvjl_size_fn)(nvjl_handle, size_t *);
+typedef int (*nvjl_get_fn)(nvjl_handle, void *);
+typedef int (*nvjl_log_fn)(nvjl_handle, char *);
+
+static struct {
+    pthread_mutex_t lock;
+    char path[TC_PATH_MAX];
+    void *lib;
+    nvjl_create_fn create;
+    nvjl_destroy_fn destroy;
+    nvjl_add_data_fn add_data;
+    nvjl_complete_fn complete;
+    nvjl_size_fn cubin_size, error_log_size;
+    nvjl_get_fn cubin;
+    nvjl_log_fn error_log;
+} jl = {PTHREAD_MUTEX_INITIALIZER, "", NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+static int load_nvjitlink(const char *path, tc_sb *log)
+{
+    pthread_mutex_lock(&jl.lock);
+    if (jl.lib && !strcmp(jl.path, path)) {
+        pthread_mutex_unlock(&jl.lock);
+        return 0;
+    }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        tc_sb_printf(log, "cannot load %s: %s\n", path, dlerror());
+        pthread_mutex_unlock(&jl.lock);
+        return -1;
+    }
+    /* Assigning dlsym's void* to function pointers goes through memcpy,
+     * which ISO C allows. */
+#define SYM(field, name)                                                       \
+    do {                                                                       \
+        void *s = dlsym(lib, name);                                            \
+        if (!s) {                                                              \
+            tc_sb_printf(log, "%s lacks %s\n", path, name);                   \
+            dlclose(lib);                                                      \
+            pthread_mutex_unlock(&jl.lock);                                    \
+            return -1;                                                         \
+        }                                                                      \
+        memcpy(&jl.field, &s, sizeof s);                                       \
+    } while (0)
+    SYM(create, "nvJitLinkCreate");
+    SYM(destroy, "nvJitLinkDestroy");
+    SYM(add_data, "nvJitLinkAddData");
+    SYM(complete, "nvJitLinkComplete");
+    SYM(cubin_size, "nvJitLinkGetLinkedCubinSize");
+    SYM(cubin, "nvJitLinkGetLinkedCubin");
+    SYM(error_log_size, "nvJitLinkGetErrorLogSize");
+    SYM(error_log, "nvJitLinkGetErrorLog");
+#undef SYM
+    jl.lib = lib; /* never closed: other threads may be linking with it */
+    snprintf(jl.path, sizeof jl.path, "%s", path);
+    pthread_mutex_unlock(&jl.lock);
+    return 0;
+}
+
+static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
+                          tc_sb *image, tc_sb *log)
+{
+    if (load_nvjitlink(l->path, log) != 0)
+        return -1;
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+    const char *opts[] = {archopt};
+    nvjl_handle h = NULL;
+    int rc = jl.create(&h, 1, opts);
+    if (rc != NVJL_SUCCESS) {
+        tc_sb_printf(log, "nvJitLinkCreate failed (%d) for %s\n", rc, arch);
+        return -1;
+    }
+    char name[32];
+    for (size_t i = 0; i < n && rc == NVJL_SUCCESS; i++) {
+        snprintf(name, sizeof name, "unit%zu.o", i);
+        rc = jl.add_data(h, NVJL_INPUT_CUBIN, objs[i].p, objs[i].n, name);
+    }
+    if (rc == NVJL_SUCCESS)
+        rc = jl.complete(h);
+    size_t size = 0;
+    if (rc == NVJL_SUCCESS)
+        rc = jl.cubin_size(h, &size);
+    if (rc == NVJL_SUCCESS && tc_sb_reserve(image, size) == 0) {
+        rc = jl.cubin(h, image->data + image->len);
+        if (rc == NVJL_SUCCESS)
+            image->len += size;
+    }
+    if (rc != NVJL_SUCCESS) {
+        size_t ls = 0;
+        if (jl.error_log_size(h, &ls) == NVJL_SUCCESS && ls > 1 && tc_sb_reserve(log, ls) == 0 &&
+            jl.error_log(h, log->data + log->len) == NVJL_SUCCESS)
+            log->len += strnlen(log->data + log->len, ls);
+        else
+            tc_sb_printf(log, "nvJitLink failed with code %d\n", rc);
+    }
+    jl.destroy(&h);
+    return rc == NVJL_SUCCESS ? 0 : -1;
+}
+
+static int link_nvlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
+                       const char *scratch, tc_sb *image, tc_sb *log)
+{
+    char **argv = calloc(n + 6, sizeof *argv);
+    char **names = calloc(n ? n : 1, sizeof *names);
+    char archopt[64], out[TC_PATH_MAX], logp[TC_PATH_MAX];
+    int rc = -1;
+    if (!argv || !names)
+        goto done;
+    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
+    snprintf(out, sizeof out, "%s/linked.cubin", scratch);
+    snprintf(logp, sizeof logp, "%s/nvlink.log", scratch);
+    size_t argc = 0;
+    argv[argc++] = (char *)l->path;
+    argv[argc++] = archopt;
+    argv[argc++] = (char *)"-o";
+    argv[argc++] = out;
+    for (size_t i = 0; i < n; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "link%zu.o", i);
+        names[i] = tc_path_join(scratch, nm);
+        if (!names[i] || tc_write_file(names[i], objs[i].p, objs[i].n) != 0) {
+            tc_sb_printf(log, "cannot write %s\n", names[i] ? names[i] : nm);
+            goto done;
+        }
+        argv[argc++] = names[i];
+    }
+    int code = 0;
+    if (tc_spawn(argv, logp, NULL, &code) != 0) {
+        tc_sb_printf(log, "cannot run %s\n", l->path);
+        goto done;
+    }
+    char *data;
+    size_t len;
+    if (code != 0) {
+        if (tc_read_file(logp, 0, &data, &len) == 0) {
+            tc_sb_append(log, data, len);
+            free(data);
+        }
+        goto done;
+    }
+    if (tc_read_file(out, 0, &data, &len) != 0) {
+        tc_sb_printf(log, "nvlink produced no output\n");
+        goto done;
+    }
+    tc_sb_append(image, data, len);
+    free(data);
+    rc = 0;
+done:
+    for (size_t i = 0; names && i < n; i++) {
+        if (names[i])
+            unlink(names[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(argv);
+    return rc;
+}
+
+int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
+            const char *scratch, tc_sb *image, tc_sb *log)
+{
+    if (l->kind == TC_LINKER_NVJITLINK)
+        return link_nvjitlink(l, arch, objs, n, image, log);
+    return link_nvlink(l, arch, objs, n, scratch, image, log);
+}
+
+/* ---- choosing a linker --------------------------------------------------- */
+
+static int library_identity(const char *path, tc_linker *out)
+{
+    char real[PATH_MAX];
+    struct stat st;
+    if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    const char *base = strrchr(real, '/');
+    out->kind = TC_LINKER_NVJITLINK;
+    snprintf(out->path, sizeof out->path, "%s", real);
+    /* the file name carries the version (libnvJitLink.so.13.0.88 when
+     * resolved); the size tells builds of one version apart */
+    snprintf(out->id, sizeof out->id, "nvJitLink %.100s %lld", base ? base + 1 : real,
+             (long long)st.st_size);
+    return 0;
+}
+
+int tc_linker_find(const char *ptxas, const char *memo_dir, tc_linker *out, tc_sb *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *env = getenv("TASKCACHE_NVJITLINK");
+    int allow_jl = !(env && (!strcmp(env, "none") || !strcmp(env, "0") || !strcmp(env, "off")));
+    if (allow_jl && env && *env && library_identity(env, out) == 0)
+        return 0;
+    if (allow_jl && ptxas) {
+        /* <toolkit>/bin/ptxas -> <toolkit>/lib64 or targets/<arch>/lib */
+        char dir[TC_PATH_MAX], cand[TC_PATH_MAX + 64];
+        snprintf(dir, sizeof dir, "%s", ptxas);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            slash = strrchr(dir, '/');
+            if (slash)
+                *slash = '\0';
+            const char *subs[] = {"lib64", "lib", "targets/x86_64-linux/lib",
+                                  "targets/sbsa-linux/lib"};
+            for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+                snprintf(cand, sizeof cand, "%s/%s/libnvJitLink.so", dir, subs[i]);
+                if (library_identity(cand, out) == 0)
+                    return 0;
+            }
+        }
+    }
+    if (allow_jl && TC_NVJITLINK_LIB[0] && library_identity(TC_NVJITLINK_LIB, out) == 0)
+        return 0;
+    char nvlink[TC_PATH_MAX];
+    int found = -1;
+    if (getenv("TASKCACHE_NVLINK") && *getenv("TASKCACHE_NVLINK"))
+        found = tc_tool_find(NULL, "TASKCACHE_NVLINK", "nvlink", nvlink, sizeof nvlink);
+    if (found != 0 && ptxas) {
+        snprintf(nvlink, sizeof nvlink, "%s", ptxas);
+        char *slash = strrchr(nvlink, '/');
+        if (slash && (size_t)(slash - nvlink) + 8 < sizeof nvlink) {
+            strcpy(slash + 1, "nvlink");
+            found = access(nvlink, X_OK) == 0 ? 0 : -1;
+        }
+    }
+    if (found != 0)
+        found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink);
+    if (found != 0) {
+        tc_sb_printf(err, "no linker: neither libnvJitLink nor nvlink was found");
+        return -1;
+    }
+    char id[TC_DIGEST_HEX_LEN + 1], version[160];
+    if (tc_tool_identity(nvlink, memo_dir, id, version, sizeof version, err) != 0)
+        return -1;
+    out->kind = TC_LINKER_NVLINK;
+    snprintf(out->path, sizeof out->path, "%s", nvlink);
+    snprintf(out->id, sizeof out->id, "nvlink %s", id);
+    return 0;
+}

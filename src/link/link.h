@@ -1,0 +1,38 @@
+/* link: links relocatable unit objects into one executable cubin, in
+ * process with nvJitLink (loaded with dlopen on first use, so processes
+ * that only hit the cache never pay for loading it), or with the nvlink
+ * program when the library is not available. */
+#ifndef TC_LINK_LINK_H
+#define TC_LINK_LINK_H
+
+#include <stddef.h>
+
+#include "../key/toolchain.h"
+#include "../util/strbuf.h"
+
+typedef struct tc_blob {
+    const void *p;
+    size_t n;
+} tc_blob;
+
+enum { TC_LINKER_NVJITLINK = 1, TC_LINKER_NVLINK = 2 };
+
+typedef struct tc_linker {
+    int kind;
+    char path[TC_PATH_MAX];  /* the library or the nvlink program */
+    char id[160];            /* identity, part of module keys */
+} tc_linker;
+
+/* Chooses a linker: $TASKCACHE_NVJITLINK (a library path, or "none"), the
+ * nvJitLink library of the toolkit that holds `ptxas`, the one found when
+ * taskcache was built, else nvlink ($TASKCACHE_NVLINK, next to ptxas, or on
+ * $PATH). Returns 0, or -1 with a message when there is no linker. */
+int tc_linker_find(const char *ptxas, const char *memo_dir, tc_linker *out, tc_sb *err);
+
+/* Links objs[0..n) for arch into *image. Returns 0, or -1 with the
+ * linker's messages in *log. scratch: a private directory for nvlink's
+ * files. Thread-safe. */
+int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
+            const char *scratch, tc_sb *image, tc_sb *log);
+
+#endif

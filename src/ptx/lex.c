@@ -1,0 +1,173 @@
+/* lex: streaming PTX tokenizer (see lex.h). Hot path for every input byte,
+ * so it uses a character-class table rather than ctype calls. */
+#include "lex.h"
+
+enum { C_OTHER = 0, C_SPACE = 1, C_IDSTART = 2, C_DIGIT = 4, C_IDCONT = 8 };
+
+static unsigned char cls[256];
+static int cls_ready;
+
+static void init_classes(void)
+{
+    /* Benign race: every thread writes the same values. */
+    for (int c = 0; c < 256; c++) {
+        unsigned char k = 0;
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' || c == '\n')
+            k |= C_SPACE;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
+            c == '%' || c == '.')
+            k |= C_IDSTART;
+        if (c >= '0' && c <= '9')
+            k |= C_DIGIT;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '_' || c == '$' || c == '.')
+            k |= C_IDCONT;
+        cls[c] = k;
+    }
+    cls_ready = 1;
+}
+
+void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line)
+{
+    if (!cls_ready)
+        init_classes();
+    lx->src = p;
+    lx->cur = p;
+    lx->end = p + n;
+    lx->line = first_line;
+    lx->err = NULL;
+}
+
+tc_tok tc_lex_next(tc_lexer *lx)
+{
+    const char *c = lx->cur, *e = lx->end;
+    tc_tok t;
+    for (;;) {
+        while (c < e && (cls[(unsigned char)*c] & C_SPACE)) {
+            if (*c == '\n')
+                lx->line++;
+            c++;
+        }
+        if (c + 1 < e && c[0] == '/' && c[1] == '/') {
+            c += 2;
+            while (c < e && *c != '\n')
+                c++;
+            continue;
+        }
+        if (c + 1 < e && c[0] == '/' && c[1] == '*') {
+            uint32_t start_line = lx->line;
+            c += 2;
+            while (c + 1 < e && !(c[0] == '*' && c[1] == '/')) {
+                if (*c == '\n')
+                    lx->line++;
+                c++;
+            }
+            if (c + 1 >= e) {
+                lx->cur = e;
+                lx->err = "unterminated /* comment";
+                t.kind = TK_ERROR;
+                t.line = start_line;
+                t.p = e;
+                t.len = 0;
+                return t;
+            }
+            c += 2;
+            continue;
+        }
+        break;
+    }
+    t.line = lx->line;
+    t.p = c;
+    if (c >= e) {
+        t.kind = TK_EOF;
+        t.len = 0;
+        lx->cur = c;
+        return t;
+    }
+    unsigned char k = cls[(unsigned char)*c];
+    if (k & C_DIGIT) {
+        const char *s = c++;
+        int hexlike = (c < e && (*c == 'x' || *c == 'X' || *c == 'f' || *c == 'F' ||
+                                 *c == 'd' || *c == 'D') && *s == '0');
+        while (c < e) {
+            if (cls[(unsigned char)*c] & C_IDCONT) {
+                c++;
+            } else if (!hexlike && (*c == '+' || *c == '-') && (c[-1] == 'e' || c[-1] == 'E')) {
+                c++;
+            } else {
+                break;
+            }
+        }
+        t.kind = TK_NUM;
+        t.len = (size_t)(c - s);
+    } else if (k & C_IDSTART) {
+        const char *s = c++;
+        /* "::" belongs to opcodes and qualifiers (ld.shared::cluster,
+         * mbarrier::complete_tx::bytes); a label is "name:" */
+        while (c < e && ((cls[(unsigned char)*c] & C_IDCONT) ||
+                         (*c == ':' && c + 2 < e && c[1] == ':' &&
+                          (cls[(unsigned char)c[2]] & C_IDCONT)))) {
+            c += *c == ':' ? 2 : 1;
+        }
+        t.kind = TK_IDENT;
+        t.len = (size_t)(c - s);
+    } else if (*c == '"') {
+        const char *s = c++;
+        while (c < e && *c != '"' && *c != '\n') {
+            if (*c == '\\' && c + 1 < e && c[1] != '\n')
+                c++;
+            c++;
+        }
+        if (c >= e || *c != '"') {
+            lx->cur = c;
+            lx->err = "unterminated string literal";
+            t.kind = TK_ERROR;
+            t.len = (size_t)(c - s);
+            return t;
+        }
+        c++;
+        t.kind = TK_STR;
+        t.len = (size_t)(c - s);
+    } else {
+        t.kind = TK_PUNCT;
+        t.len = 1;
+        c++;
+    }
+    lx->cur = c;
+    return t;
+}
+
+void tc_lex_copy_gap(tc_sb *out, const char *p, const char *end)
+{
+    /* Canonical form of inter-token text: only its newlines survive (so line
+     * numbers still match the input), otherwise one space where there was
+     * any separation. Comments and indentation thus never reach a key. */
+    size_t newlines = 0;
+    int any = p < end;
+    while (p < end) {
+        if (p + 1 < end && p[0] == '/' && p[1] == '/') {
+            while (p < end && *p != '\n')
+                p++;
+            continue;
+        }
+        if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+            p += 2;
+            while (p + 1 < end && !(p[0] == '*' && p[1] == '/')) {
+                if (*p == '\n')
+                    newlines++;
+                p++;
+            }
+            p = p + 2 <= end ? p + 2 : end;
+            continue;
+        }
+        if (*p == '\n')
+            newlines++;
+        p++;
+    }
+    if (newlines) {
+        while (newlines--)
+            tc_sb_putc(out, '\n');
+    } else if (any) {
+        tc_sb_putc(out, ' ');
+    }
+}

@@ -1,0 +1,60 @@
+/* lex: a streaming PTX tokenizer. It never materializes the token list, so
+ * memory stays proportional to the module model, not to the input size.
+ * Comments are skipped; string literals are single tokens, so braces,
+ * semicolons or names inside comments and strings never count. */
+#ifndef TC_PTX_LEX_H
+#define TC_PTX_LEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/strbuf.h"
+
+typedef enum {
+    TK_EOF = 0,
+    TK_IDENT,  /* names, directives (".reg"), opcodes ("ld.global.u32"), %regs */
+    TK_NUM,    /* numeric literals: 12, 0x1f, 0f3F800000, 1.5e-3, 9.0 */
+    TK_STR,    /* "..." including the quotes */
+    TK_PUNCT,  /* one character: { } ( ) [ ] ; , : = + - < > @ ! | ... */
+    TK_ERROR   /* unterminated comment or string; message in lexer->err */
+} tc_tok_kind;
+
+typedef struct tc_tok {
+    tc_tok_kind kind;
+    uint32_t line;     /* 1-based line of the token's first character */
+    const char *p;     /* points into the source */
+    size_t len;
+} tc_tok;
+
+typedef struct tc_lexer {
+    const char *src;
+    const char *cur;
+    const char *end;
+    uint32_t line;
+    const char *err;   /* set with a TK_ERROR token */
+} tc_lexer;
+
+void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line);
+tc_tok tc_lex_next(tc_lexer *lx);
+
+static inline int tc_tok_is(const tc_tok *t, const char *s)
+{
+    size_t i = 0;
+    for (; i < t->len; i++)
+        if (s[i] != t->p[i])
+            return 0;
+    return s[i] == '\0';
+}
+
+static inline int tc_tok_punct(const tc_tok *t, char c)
+{
+    return t->kind == TK_PUNCT && t->p[0] == c;
+}
+
+/* Appends the canonical form of the text between two tokens: its newlines
+ * (those inside block comments too, so line numbers still match the input),
+ * or a single space when it holds no newline; comments and other
+ * whitespace are dropped. */
+void tc_lex_copy_gap(tc_sb *out, const char *p, const char *end);
+
+#endif

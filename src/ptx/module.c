@@ -1,0 +1,997 @@
+/* module: parses the module-level structure of PTX (see module.h) in one
+ * streaming pass. Function bodies are only tokenized: each identifier that
+ * names an already-declared module symbol becomes a reference (PTX requires
+ * declaration before use, so one pass suffices), classified as a direct
+ * call or as a use of the symbol's address or value. */
+#include "module.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lex.h"
+
+typedef struct parser {
+    tc_lexer lx;
+    tc_tok tok;
+    tc_ptx_module *m;
+    tc_ptx_error *err;
+    int failed;
+    /* reference de-duplication within one statement */
+    uint32_t *mark;  /* per symbol: statement index + 1 that last referenced it */
+    uint32_t *pos;   /* per symbol: index of that reference in m->refs */
+    size_t mark_cap;
+} parser;
+
+#define GROW(arr, n, cap)                                                       \
+    ((n) < (cap) ? 0                                                            \
+                 : grow_array((void **)&(arr), &(cap), sizeof *(arr), (n) + 1))
+
+static int grow_array(void **arr, size_t *cap, size_t elem, size_t need)
+{
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+static void fail(parser *p, uint32_t line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail(parser *p, uint32_t line, const char *fmt, ...)
+{
+    if (p->failed)
+        return;
+    p->failed = 1;
+    p->err->line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err->message, sizeof p->err->message, fmt, ap);
+    va_end(ap);
+}
+
+static void oom(parser *p)
+{
+    if (p->failed)
+        return;
+    p->failed = 1;
+    p->err->line = 0;
+    snprintf(p->err->message, sizeof p->err->message, "out of memory");
+}
+
+static void advance(parser *p)
+{
+    p->tok = tc_lex_next(&p->lx);
+    if (p->tok.kind == TK_ERROR)
+        fail(p, p->tok.line, "%s", p->lx.err);
+}
+
+static size_t off(const parser *p, const tc_tok *t) { return (size_t)(t->p - p->m->src); }
+
+static void whole(tc_ptx_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void whole(tc_ptx_module *m, const char *fmt, ...)
+{
+    if (m->whole_reason[0])
+        return; /* the first reason is the one reported */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->whole_reason, sizeof m->whole_reason, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- symbols and references ------------------------------------------ */
+
+static int32_t find_sym(parser *p, const char *name, size_t len)
+{
+    uint32_t *v = tc_map_get(&p->m->symtab, name, len);
+    return v ? (int32_t)*v : -1;
+}
+
+static int32_t add_sym(parser *p, const tc_tok *name, uint8_t kind)
+{
+    tc_ptx_module *m = p->m;
+    if (GROW(m->syms, m->nsyms, m->cap_syms) != 0) {
+        oom(p);
+        return -1;
+    }
+    if (m->nsyms >= p->mark_cap) {
+        size_t ncap = p->mark_cap ? p->mark_cap * 2 : 64;
+        uint32_t *a = realloc(p->mark, ncap * sizeof *a);
+        if (!a) {
+            oom(p);
+            return -1;
+        }
+        p->mark = a;
+        uint32_t *b = realloc(p->pos, ncap * sizeof *b);
+        if (!b) {
+            oom(p);
+            return -1;
+        }
+        p->pos = b;
+        memset(p->mark + p->mark_cap, 0, (ncap - p->mark_cap) * sizeof *a);
+        p->mark_cap = ncap;
+    }
+    tc_ptx_sym *s = &m->syms[m->nsyms];
+    memset(s, 0, sizeof *s);
+    s->name = name->p;
+    s->len = (uint32_t)name->len;
+    s->kind = kind;
+    s->def = s->decl = s->alias_of = -1;
+    if (tc_map_put(&m->symtab, name->p, name->len, (uint32_t)m->nsyms) < 0) {
+        oom(p);
+        return -1;
+    }
+    return (int32_t)m->nsyms++;
+}
+
+/* Records that statement `si` references the symbol named by t, if any. */
+static void add_ref(parser *p, size_t si, const tc_tok *t, uint8_t how)
+{
+    if (t->len >= sizeof TC_CANON_PREFIX - 1 &&
+        memcmp(t->p, TC_CANON_PREFIX, sizeof TC_CANON_PREFIX - 1) == 0)
+        p->m->reserved_prefix_seen = 1;
+    int32_t sym = find_sym(p, t->p, t->len);
+    if (sym < 0)
+        return;
+    tc_ptx_module *m = p->m;
+    if (p->mark[sym] == si + 1) {
+        m->refs[p->pos[sym]].how |= how;
+        return;
+    }
+    if (GROW(m->refs, m->nrefs, m->cap_refs) != 0) {
+        oom(p);
+        return;
+    }
+    p->mark[sym] = (uint32_t)si + 1;
+    p->pos[sym] = (uint32_t)m->nrefs;
+    m->refs[m->nrefs].sym = (uint32_t)sym;
+    m->refs[m->nrefs].how = how;
+    m->nrefs++;
+}
+
+static tc_ptx_stmt *new_stmt(parser *p, uint8_t kind, const tc_tok *first)
+{
+    tc_ptx_module *m = p->m;
+    if (GROW(m->stmts, m->nstmts, m->cap_stmts) != 0) {
+        oom(p);
+        return NULL;
+    }
+    tc_ptx_stmt *st = &m->stmts[m->nstmts++];
+    memset(st, 0, sizeof *st);
+    st->kind = kind;
+    st->line = first->line;
+    st->start = off(p, first);
+    st->sym = -1;
+    st->ref_begin = (uint32_t)m->nrefs;
+    return st;
+}
+
+static void end_stmt(parser *p, tc_ptx_stmt *st, const tc_tok *last)
+{
+    st->end = off(p, last) + last->len;
+    st->last_line = last->line;
+    st->ref_count = (uint32_t)(p->m->nrefs - st->ref_begin);
+}
+
+/* ---- simple directives ------------------------------------------------- */
+
+static int expect_kind(parser *p, tc_tok_kind kind, const char *what)
+{
+    if (p->tok.kind != kind) {
+        fail(p, p->tok.line, "expected %s, found '%.*s'", what,
+             (int)(p->tok.len ? p->tok.len : 3), p->tok.len ? p->tok.p : "EOF");
+        return -1;
+    }
+    return 0;
+}
+
+static void parse_version(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_VERSION, &first);
+    if (!st)
+        return;
+    if (p->m->version_stmt >= 0)
+        fail(p, first.line, "duplicate .version directive");
+    p->m->version_stmt = (int32_t)(p->m->nstmts - 1);
+    advance(p);
+    if (expect_kind(p, TK_NUM, "a version number after .version"))
+        return;
+    end_stmt(p, st, &p->tok);
+    advance(p);
+}
+
+static void parse_target(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_TARGET, &first);
+    if (!st)
+        return;
+    if (p->m->target_stmt >= 0)
+        fail(p, first.line, "duplicate .target directive");
+    p->m->target_stmt = (int32_t)(p->m->nstmts - 1);
+    advance(p);
+    if (expect_kind(p, TK_IDENT, "a target name after .target"))
+        return;
+    if (p->tok.len < sizeof p->m->target)
+        memcpy(p->m->target, p->tok.p, p->tok.len);
+    tc_tok last = p->tok;
+    advance(p);
+    while (!p->failed && tc_tok_punct(&p->tok, ',')) {
+        advance(p);
+        if (expect_kind(p, TK_IDENT, "a target option after ','"))
+            return;
+        last = p->tok;
+        advance(p);
+    }
+    end_stmt(p, st, &last);
+}
+
+static void parse_address_size(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_ADDRSIZE, &first);
+    if (!st)
+        return;
+    p->m->addrsize_stmt = (int32_t)(p->m->nstmts - 1);
+    advance(p);
+    if (expect_kind(p, TK_NUM, "a number after .address_size"))
+        return;
+    end_stmt(p, st, &p->tok);
+    advance(p);
+}
+
+static void parse_file(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_FILE, &first);
+    if (!st)
+        return;
+    advance(p);
+    if (expect_kind(p, TK_NUM, "a file number after .file"))
+        return;
+    advance(p);
+    if (expect_kind(p, TK_STR, "a quoted file name in .file"))
+        return;
+    tc_tok last = p->tok;
+    advance(p);
+    /* optional ", timestamp, size" */
+    while (!p->failed && tc_tok_punct(&p->tok, ',')) {
+        advance(p);
+        if (expect_kind(p, TK_NUM, "a number in .file"))
+            return;
+        last = p->tok;
+        advance(p);
+    }
+    end_stmt(p, st, &last);
+}
+
+/* Skips a balanced {...} group; the current token is '{'. Returns the
+ * closing token. */
+static tc_tok skip_braces(parser *p)
+{
+    tc_tok open = p->tok;
+    int depth = 0;
+    for (;;) {
+        if (p->failed)
+            return p->tok;
+        if (p->tok.kind == TK_EOF) {
+            fail(p, open.line, "'{' opened here is never closed");
+            return p->tok;
+        }
+        if (tc_tok_punct(&p->tok, '{'))
+            depth++;
+        else if (tc_tok_punct(&p->tok, '}') && --depth == 0) {
+            tc_tok close = p->tok;
+            advance(p);
+            return close;
+        }
+        advance(p);
+    }
+}
+
+static void parse_section(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_SECTION, &first);
+    if (!st)
+        return;
+    whole(p->m, "debug sections (.section at line %u, from -G) refer to labels across "
+                "all functions", first.line);
+    advance(p);
+    if (expect_kind(p, TK_IDENT, "a section name after .section"))
+        return;
+    advance(p);
+    if (!tc_tok_punct(&p->tok, '{')) {
+        fail(p, p->tok.line, "expected '{' after the .section name");
+        return;
+    }
+    tc_tok close = skip_braces(p);
+    end_stmt(p, st, &close);
+}
+
+/* Statements that end with ';' and need no structure: .pragma, .alias. */
+static tc_tok skip_to_semicolon(parser *p, tc_tok first, const char *what)
+{
+    for (;;) {
+        if (p->failed)
+            return p->tok;
+        if (p->tok.kind == TK_EOF) {
+            fail(p, first.line, "%s is not terminated by ';'", what);
+            return p->tok;
+        }
+        if (tc_tok_punct(&p->tok, ';')) {
+            tc_tok semi = p->tok;
+            advance(p);
+            return semi;
+        }
+        if (tc_tok_punct(&p->tok, '{') || tc_tok_punct(&p->tok, '}')) {
+            fail(p, p->tok.line, "unexpected '%c' in %s", p->tok.p[0], what);
+            return p->tok;
+        }
+        advance(p);
+    }
+}
+
+static void parse_pragma(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_PRAGMA, &first);
+    if (!st)
+        return;
+    for (size_t i = 0; i + 1 < p->m->nstmts; i++)
+        if (p->m->stmts[i].kind == TC_STMT_FUNC) {
+            whole(p->m, "module-scope .pragma at line %u follows function code and "
+                        "applies to what comes after it", first.line);
+            break;
+        }
+    advance(p);
+    tc_tok semi = skip_to_semicolon(p, first, ".pragma");
+    end_stmt(p, st, &semi);
+}
+
+static void parse_alias(parser *p, tc_tok first)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_ALIAS, &first);
+    if (!st)
+        return;
+    size_t si = p->m->nstmts - 1;
+    advance(p);
+    if (expect_kind(p, TK_IDENT, "an alias name after .alias"))
+        return;
+    tc_tok alias = p->tok;
+    advance(p);
+    if (!tc_tok_punct(&p->tok, ',')) {
+        fail(p, p->tok.line, "expected ',' in .alias");
+        return;
+    }
+    advance(p);
+    if (expect_kind(p, TK_IDENT, "the aliased function in .alias"))
+        return;
+    tc_tok target = p->tok;
+    advance(p);
+    if (!tc_tok_punct(&p->tok, ';')) {
+        fail(p, p->tok.line, "expected ';' after .alias");
+        return;
+    }
+    int32_t ts = find_sym(p, target.p, target.len);
+    int32_t as = find_sym(p, alias.p, alias.len);
+    if (ts >= 0 && p->m->syms[ts].kind == TC_SYM_ALIAS)
+        whole(p->m, "'%.*s' at line %u aliases another alias, which ptxas cannot compile "
+                    "separately", (int)alias.len, alias.p, first.line);
+    else if (ts < 0 || p->m->syms[ts].kind != TC_SYM_FUNC) {
+        fail(p, target.line, ".alias target '%.*s' is not a declared function",
+             (int)target.len, target.p);
+        return;
+    }
+    if (as < 0 || p->m->syms[as].kind != TC_SYM_FUNC) {
+        fail(p, alias.line, ".alias name '%.*s' must be declared as a function first",
+             (int)alias.len, alias.p);
+        return;
+    }
+    tc_ptx_sym *a = &p->m->syms[as];
+    if (a->def >= 0) {
+        fail(p, alias.line, ".alias name '%.*s' already has a body", (int)alias.len,
+             alias.p);
+        return;
+    }
+    a->kind = TC_SYM_ALIAS;
+    a->alias_of = ts;
+    a->def = (int32_t)si;
+    st->sym = as;
+    add_ref(p, si, &target, TC_REF_USE);
+    end_stmt(p, st, &p->tok);
+    advance(p);
+}
+
+/* ---- variables ---------------------------------------------------------- */
+
+static tc_space space_of(const tc_tok *t)
+{
+    if (tc_tok_is(t, ".global"))
+        return TC_SPACE_GLOBAL;
+    if (tc_tok_is(t, ".const"))
+        return TC_SPACE_CONST;
+    if (tc_tok_is(t, ".shared"))
+        return TC_SPACE_SHARED;
+    if (tc_tok_is(t, ".local"))
+        return TC_SPACE_LOCAL;
+    if (tc_tok_is(t, ".tex"))
+        return TC_SPACE_TEX;
+    return TC_SPACE_NONE;
+}
+
+static void declare(parser *p, size_t si, const tc_tok *name, uint8_t kind, int is_def)
+{
+    tc_ptx_module *m = p->m;
+    int32_t s = find_sym(p, name->p, name->len);
+    if (s < 0) {
+        s = add_sym(p, name, kind);
+        if (s < 0)
+            return;
+    } else if (m->syms[s].kind != kind) {
+        const tc_ptx_stmt *prev = &m->stmts[m->syms[s].decl];
+        fail(p, name->line, "'%.*s' was declared as a %s at line %u", (int)name->len,
+             name->p, m->syms[s].kind == TC_SYM_VAR ? "variable" : "function", prev->line);
+        return;
+    }
+    tc_ptx_sym *sym = &m->syms[s];
+    if (is_def) {
+        if (sym->def >= 0) {
+            fail(p, name->line, "redefinition of '%.*s' (first defined at line %u)",
+                 (int)name->len, name->p, m->stmts[sym->def].line);
+            return;
+        }
+        sym->def = (int32_t)si;
+    }
+    if (sym->decl < 0)
+        sym->decl = (int32_t)si;
+    m->stmts[si].sym = s;
+}
+
+static void parse_variable(parser *p, tc_tok first, tc_linkage linkage)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_VAR, &first);
+    if (!st)
+        return;
+    size_t si = p->m->nstmts - 1;
+    st->linkage = (uint8_t)linkage;
+    st->space = (uint8_t)space_of(&p->tok);
+    int depth = 0, in_init = 0, names = 0;
+    tc_tok name = {0};
+    for (;;) {
+        if (p->failed)
+            return;
+        tc_tok t = p->tok;
+        if (t.kind == TK_EOF) {
+            fail(p, first.line, "variable declaration is not terminated by ';'");
+            return;
+        }
+        if (t.kind == TK_PUNCT) {
+            char c = t.p[0];
+            if (c == '(' || c == '{' || c == '[')
+                depth++;
+            else if (c == ')' || c == '}' || c == ']') {
+                if (--depth < 0) {
+                    fail(p, t.line, "unbalanced '%c' in variable declaration", c);
+                    return;
+                }
+            } else if (c == '=' && depth == 0) {
+                st->init = off(p, &t);
+                in_init = 1;
+            } else if (c == ',' && depth == 0) {
+                whole(p->m, "several variables declared in one statement (line %u)",
+                      t.line);
+                in_init = 0;
+            } else if (c == ';' && depth == 0) {
+                if (!names) {
+                    fail(p, first.line, "variable declaration without a name");
+                    return;
+                }
+                end_stmt(p, st, &t);
+                advance(p);
+                declare(p, si, &name, TC_SYM_VAR, linkage != TC_LINK_EXTERN);
+                return;
+            }
+        } else if (t.kind == TK_IDENT && t.p[0] != '.') {
+            if (in_init)
+                add_ref(p, si, &t, TC_REF_USE);
+            else if (depth == 0 && !names++)
+                name = t;
+        }
+        advance(p);
+    }
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+static uint32_t type_size(const char *t, size_t n)
+{
+    /* ".u32" -> 4, ".f16x2" -> 4, ".b8" -> 1, ".pred" -> 1 */
+    size_t i = 1;
+    while (i < n && t[i] >= 'a' && t[i] <= 'z')
+        i++;
+    uint32_t bits = 0, mult = 1;
+    while (i < n && t[i] >= '0' && t[i] <= '9')
+        bits = bits * 10 + (uint32_t)(t[i++] - '0');
+    if (i < n && t[i] == 'x') {
+        mult = 0;
+        for (i++; i < n && t[i] >= '0' && t[i] <= '9'; i++)
+            mult = mult * 10 + (uint32_t)(t[i] - '0');
+    }
+    if (!bits)
+        return n == 5 && !memcmp(t, ".pred", 5) ? 1 : 0;
+    return (bits / 8 ? bits / 8 : 1) * (mult ? mult : 1);
+}
+
+static int is_type_token(const tc_tok *t)
+{
+    if (t->kind != TK_IDENT || t->len < 3 || t->p[0] != '.')
+        return 0;
+    char c = t->p[1];
+    if (!(c == 'b' || c == 'u' || c == 's' || c == 'f' || c == 'e' || c == 'p'))
+        return 0;
+    return type_size(t->p, t->len) > 0 || tc_tok_is(t, ".pred");
+}
+
+static uint32_t parse_uint(const tc_tok *t)
+{
+    uint32_t v = 0;
+    if (t->kind != TK_NUM)
+        return 0;
+    if (t->len > 2 && t->p[0] == '0' && (t->p[1] == 'x' || t->p[1] == 'X')) {
+        for (size_t i = 2; i < t->len; i++) {
+            char c = t->p[i];
+            int d = c >= '0' && c <= '9' ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                break;
+            v = v * 16 + (uint32_t)d;
+        }
+        return v;
+    }
+    for (size_t i = 0; i < t->len && t->p[i] >= '0' && t->p[i] <= '9'; i++)
+        v = v * 10 + (uint32_t)(t->p[i] - '0');
+    return v;
+}
+
+/* Parses a parenthesised parameter list; the current token is '('. For
+ * entries, records each parameter's layout. */
+static void parse_params(parser *p, tc_ptx_stmt *st, int record)
+{
+    tc_tok open = p->tok;
+    advance(p);
+    tc_ptx_param cur;
+    memset(&cur, 0, sizeof cur);
+    int depth = 0, after_ptr = 0, have = 0;
+    uint32_t elem = 0, count = 1, align = 0;
+    tc_ptx_module *m = p->m;
+    for (;;) {
+        if (p->failed)
+            return;
+        tc_tok t = p->tok;
+        if (t.kind == TK_EOF || tc_tok_punct(&t, '{') || tc_tok_punct(&t, ';')) {
+            fail(p, open.line, "parameter list is not closed by ')'");
+            return;
+        }
+        int closing = tc_tok_punct(&t, ')') && depth == 0;
+        if ((tc_tok_punct(&t, ',') && depth == 0) || closing) {
+            if (record && have) {
+                if (GROW(m->params, m->nparams, m->cap_params) != 0) {
+                    oom(p);
+                    return;
+                }
+                cur.size = elem * count;
+                cur.align = align ? align : (elem ? elem : 1);
+                uint32_t o = (st->param_bytes + cur.align - 1) / cur.align * cur.align;
+                cur.offset = o;
+                st->param_bytes = o + cur.size;
+                m->params[m->nparams++] = cur;
+                st->param_count++;
+            }
+            memset(&cur, 0, sizeof cur);
+            after_ptr = have = 0;
+            elem = 0;
+            count = 1;
+            align = 0;
+            advance(p);
+            if (closing)
+                return;
+            continue;
+        }
+        if (tc_tok_punct(&t, '(') || tc_tok_punct(&t, '['))
+            depth++;
+        else if (tc_tok_punct(&t, ')') || tc_tok_punct(&t, ']'))
+            depth--;
+        else if (t.kind == TK_IDENT && tc_tok_is(&t, ".ptr"))
+            after_ptr = 1;
+        else if (t.kind == TK_IDENT && tc_tok_is(&t, ".align")) {
+            advance(p);
+            if (!after_ptr)
+                align = parse_uint(&p->tok);
+        } else if (is_type_token(&t)) {
+            elem = type_size(t.p, t.len);
+            size_t n = t.len - 1 < sizeof cur.type - 1 ? t.len - 1 : sizeof cur.type - 1;
+            memcpy(cur.type, t.p + 1, n);
+            cur.type[n] = '\0';
+        } else if (t.kind == TK_IDENT && t.p[0] != '.' && depth == 0) {
+            cur.name = t.p;
+            cur.name_len = (uint32_t)t.len;
+            have = 1;
+        } else if (t.kind == TK_NUM && depth == 1) {
+            count = parse_uint(&t);
+        }
+        advance(p);
+    }
+}
+
+/* Reads up to three comma-separated numbers after a directive. */
+static void parse_dims(parser *p, uint32_t out[3])
+{
+    advance(p);
+    for (int i = 0; i < 3 && p->tok.kind == TK_NUM; i++) {
+        out[i] = parse_uint(&p->tok);
+        advance(p);
+        if (!tc_tok_punct(&p->tok, ','))
+            break;
+        advance(p);
+    }
+}
+
+static uint32_t parse_one(parser *p)
+{
+    advance(p);
+    uint32_t v = parse_uint(&p->tok);
+    if (p->tok.kind == TK_NUM)
+        advance(p);
+    return v;
+}
+
+/* Body scanner state for one statement. */
+enum { CALL_NONE, CALL_START, CALL_RETLIST, CALL_AFTER_RET, CALL_CALLEE, CALL_ARGS };
+
+static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
+{
+    tc_tok open = p->tok;
+    int depth = 0;
+    int operand_braces = 0; /* "{%r1, %r2}" vector operands inside a statement */
+    uint32_t loc_line = 0;  /* .loc ends at the end of its line, not at ';' */
+    int at_start = 1;       /* next token starts a statement */
+    int pred = 0;           /* inside a leading "@!%p" predicate */
+    int call = CALL_NONE, paren = 0;
+    int have_held = 0;      /* statement's first identifier, held one token to
+                               see whether it is a label ("name:") */
+    tc_tok held = {0};
+    for (;;) {
+        if (p->failed)
+            return;
+        tc_tok t = p->tok;
+        if (t.kind == TK_EOF) {
+            fail(p, open.line, "function body opened here is never closed");
+            return;
+        }
+        if (loc_line && t.line != loc_line) {
+            loc_line = 0;
+            at_start = 1;
+            call = CALL_NONE;
+        }
+        if (have_held) {
+            have_held = 0;
+            if (tc_tok_punct(&t, ':')) { /* label definition */
+                at_start = 1;
+                advance(p);
+                continue;
+            }
+            /* held was the opcode or directive of this statement */
+            if (held.len >= 4 && !memcmp(held.p, "call", 4) &&
+                (held.len == 4 || held.p[4] == '.'))
+                call = CALL_START;
+            else if (tc_tok_is(&held, ".loc")) {
+                st->uses_loc = 1;
+                loc_line = held.line;
+                if (t.line != loc_line) { /* a bare ".loc" line */
+                    loc_line = 0;
+                    at_start = 1;
+                }
+            }
+        }
+        if (t.kind == TK_PUNCT) {
+            char c = t.p[0];
+            /* A brace opens a block only where a statement may start;
+             * elsewhere it groups vector operands. */
+            if ((c == '{' && !at_start) || (c == '}' && operand_braces)) {
+                operand_braces += c == '{' ? 1 : -1;
+                advance(p);
+                continue;
+            }
+            if (c == '{' || c == '}' || c == ';') {
+                if (c == ';')
+                    st->cost++;
+                if (c == '{')
+                    depth++;
+                if (c == '}' && --depth == 0) {
+                    end_stmt(p, st, &t);
+                    advance(p);
+                    return;
+                }
+                at_start = 1;
+                pred = 0;
+                call = CALL_NONE;
+                operand_braces = 0;
+                advance(p);
+                continue;
+            }
+            if (at_start && c == '@') {
+                pred = 1;
+                at_start = 0;
+            } else if (call == CALL_START && c == '(') {
+                call = CALL_RETLIST;
+                paren = 1;
+            } else if (call == CALL_RETLIST) {
+                if (c == '(')
+                    paren++;
+                else if (c == ')' && --paren == 0)
+                    call = CALL_AFTER_RET;
+            } else if (call == CALL_AFTER_RET && c == ',') {
+                call = CALL_CALLEE;
+            }
+            advance(p);
+            continue;
+        }
+        if (t.kind == TK_IDENT) {
+            if (pred) {          /* the predicate register */
+                pred = 0;
+                at_start = 1;
+                advance(p);
+                continue;
+            }
+            if (at_start) {
+                at_start = 0;
+                held = t;
+                have_held = 1;
+                advance(p);
+                continue;
+            }
+            if (t.p[0] != '.') {
+                if (call == CALL_START || call == CALL_CALLEE) {
+                    add_ref(p, si, &t, TC_REF_CALL);
+                    call = CALL_ARGS;
+                } else {
+                    add_ref(p, si, &t, TC_REF_USE);
+                }
+            }
+        } else {
+            at_start = 0;
+        }
+        advance(p);
+    }
+}
+
+static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
+{
+    tc_ptx_stmt *st = new_stmt(p, TC_STMT_FUNC, &first);
+    if (!st)
+        return;
+    size_t si = p->m->nstmts - 1;
+    st->linkage = (uint8_t)linkage;
+    st->is_entry = tc_tok_is(&p->tok, ".entry");
+    advance(p);
+    /* .attribute(...) may precede the return list / name */
+    while (!p->failed && tc_tok_is(&p->tok, ".attribute")) {
+        advance(p);
+        if (!tc_tok_punct(&p->tok, '(')) {
+            fail(p, p->tok.line, "expected '(' after .attribute");
+            return;
+        }
+        int d = 0;
+        do {
+            if (tc_tok_punct(&p->tok, '('))
+                d++;
+            else if (tc_tok_punct(&p->tok, ')'))
+                d--;
+            else if (p->tok.kind == TK_EOF) {
+                fail(p, first.line, "unterminated .attribute");
+                return;
+            }
+            advance(p);
+        } while (d > 0 && !p->failed);
+    }
+    if (!st->is_entry && tc_tok_punct(&p->tok, '('))
+        parse_params(p, st, 0); /* return parameter list */
+    if (p->failed)
+        return;
+    if (p->tok.kind != TK_IDENT || p->tok.p[0] == '.') {
+        fail(p, p->tok.line, "expected a name after %s", st->is_entry ? ".entry" : ".func");
+        return;
+    }
+    tc_tok name = p->tok;
+    st->proto_end = off(p, &name) + name.len;
+    advance(p);
+    st->param_begin = (uint32_t)p->m->nparams;
+    if (tc_tok_punct(&p->tok, '(')) {
+        parse_params(p, st, st->is_entry);
+        if (p->failed)
+            return;
+        st->proto_end = off(p, &p->tok); /* just past ')' */
+    }
+    /* performance directives up to '{' or ';' */
+    for (;;) {
+        if (p->failed)
+            return;
+        tc_tok t = p->tok;
+        if (t.kind == TK_EOF) {
+            fail(p, first.line, "function '%.*s' has neither a body nor ';'",
+                 (int)name.len, name.p);
+            return;
+        }
+        if (tc_tok_punct(&t, ';')) {
+            end_stmt(p, st, &t);
+            advance(p);
+            declare(p, si, &name, TC_SYM_FUNC, 0);
+            break;
+        }
+        if (tc_tok_punct(&t, '{')) {
+            st->has_body = 1;
+            st->body = off(p, &t);
+            declare(p, si, &name, TC_SYM_FUNC, 1);
+            if (p->failed)
+                return;
+            scan_body(p, st, si);
+            break;
+        }
+        if (tc_tok_is(&t, ".maxntid"))
+            parse_dims(p, st->perf.maxntid);
+        else if (tc_tok_is(&t, ".reqntid"))
+            parse_dims(p, st->perf.reqntid);
+        else if (tc_tok_is(&t, ".reqnctapercluster"))
+            parse_dims(p, st->perf.reqnctapercluster);
+        else if (tc_tok_is(&t, ".minnctapersm"))
+            st->perf.minnctapersm = parse_one(p);
+        else if (tc_tok_is(&t, ".maxnreg"))
+            st->perf.maxnreg = parse_one(p);
+        else if (tc_tok_is(&t, ".maxclusterrank"))
+            st->perf.maxclusterrank = parse_one(p);
+        else if (tc_tok_is(&t, ".explicitcluster")) {
+            st->perf.explicitcluster = 1;
+            advance(p);
+        } else if (tc_tok_is(&t, ".noreturn")) {
+            st->perf.noreturn = 1;
+            st->proto_end = off(p, &t) + t.len;
+            advance(p);
+        } else if (tc_tok_is(&t, ".pragma")) {
+            advance(p);
+            while (!p->failed && p->tok.kind != TK_EOF && !tc_tok_punct(&p->tok, ';') &&
+                   !tc_tok_punct(&p->tok, '{'))
+                advance(p);
+            if (tc_tok_punct(&p->tok, ';'))
+                advance(p);
+        } else if (t.kind == TK_PUNCT && t.p[0] == '}') {
+            fail(p, t.line, "unexpected '}' in the header of '%.*s'", (int)name.len, name.p);
+            return;
+        } else {
+            advance(p);
+        }
+    }
+    if (p->failed)
+        return;
+    if (st->is_entry) {
+        p->m->syms[st->sym].is_entry = 1;
+        if (st->has_body)
+            p->m->nentries++;
+    }
+}
+
+/* ---- module level ------------------------------------------------------- */
+
+static void parse_module(parser *p)
+{
+    advance(p);
+    while (!p->failed && p->tok.kind != TK_EOF) {
+        tc_tok first = p->tok;
+        if (first.kind != TK_IDENT) {
+            if (tc_tok_punct(&first, '}'))
+                fail(p, first.line, "'}' without a matching '{'");
+            else if (tc_tok_punct(&first, '@'))
+                fail(p, first.line, "unsupported module-level '@' directive (old-style "
+                                    "@@DWARF debug information)");
+            else
+                fail(p, first.line, "unexpected '%.*s' at module level", (int)first.len,
+                     first.p);
+            return;
+        }
+        if (tc_tok_is(&first, ".version")) {
+            parse_version(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".target")) {
+            parse_target(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".address_size")) {
+            parse_address_size(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".file")) {
+            parse_file(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".section")) {
+            parse_section(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".pragma")) {
+            parse_pragma(p, first);
+            continue;
+        }
+        if (tc_tok_is(&first, ".alias")) {
+            parse_alias(p, first);
+            continue;
+        }
+        tc_linkage linkage = TC_LINK_INTERNAL;
+        for (;;) {
+            if (tc_tok_is(&p->tok, ".visible"))
+                linkage = TC_LINK_VISIBLE;
+            else if (tc_tok_is(&p->tok, ".extern"))
+                linkage = TC_LINK_EXTERN;
+            else if (tc_tok_is(&p->tok, ".weak"))
+                linkage = TC_LINK_WEAK;
+            else if (tc_tok_is(&p->tok, ".common"))
+                linkage = TC_LINK_COMMON;
+            else
+                break;
+            advance(p);
+        }
+        if (p->failed)
+            return;
+        if (tc_tok_is(&p->tok, ".func") || tc_tok_is(&p->tok, ".entry")) {
+            parse_function(p, first, linkage);
+        } else if (space_of(&p->tok) != TC_SPACE_NONE) {
+            parse_variable(p, first, linkage);
+        } else if (p->tok.kind == TK_IDENT && p->tok.p[0] == '.') {
+            fail(p, p->tok.line, "unknown module-level directive '%.*s'", (int)p->tok.len,
+                 p->tok.p);
+        } else {
+            fail(p, p->tok.line, "unexpected '%.*s' at module level", (int)p->tok.len,
+                 p->tok.p);
+        }
+    }
+    if (p->failed)
+        return;
+    if (p->m->version_stmt < 0)
+        fail(p, 1, "missing .version directive");
+    else if (p->m->target_stmt < 0)
+        fail(p, 1, "missing .target directive");
+    else if (p->m->version_stmt != 0 || p->m->stmts[0].kind != TC_STMT_VERSION)
+        fail(p, p->m->stmts[p->m->version_stmt].line,
+             ".version must be the first directive of the module");
+}
+
+int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err)
+{
+    memset(m, 0, sizeof *m);
+    memset(err, 0, sizeof *err);
+    m->src = src;
+    m->len = len;
+    m->version_stmt = m->target_stmt = m->addrsize_stmt = -1;
+    parser p;
+    memset(&p, 0, sizeof p);
+    p.m = m;
+    p.err = err;
+    tc_lex_init(&p.lx, src, len, 1);
+    parse_module(&p);
+    free(p.mark);
+    free(p.pos);
+    return p.failed ? -1 : 0;
+}
+
+void tc_ptx_module_free(tc_ptx_module *m)
+{
+    free(m->stmts);
+    free(m->syms);
+    free(m->refs);
+    free(m->params);
+    tc_map_free(&m->symtab);
+    memset(m, 0, sizeof *m);
+}

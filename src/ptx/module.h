@@ -1,0 +1,141 @@
+/* module: the module-level model of a PTX file. Only module-level structure
+ * is parsed (directives, variables, function headers); function bodies are
+ * tokenized once to collect the module symbols they reference and whether
+ * each reference is a direct call or a use of the symbol's address/value.
+ * Everything points into the caller's text, which must outlive the model. */
+#ifndef TC_PTX_MODULE_H
+#define TC_PTX_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/map.h"
+
+typedef enum {
+    TC_LINK_INTERNAL = 0, /* no linkage directive: private to the module */
+    TC_LINK_VISIBLE,
+    TC_LINK_EXTERN,
+    TC_LINK_WEAK,
+    TC_LINK_COMMON
+} tc_linkage;
+
+typedef enum {
+    TC_STMT_VERSION,
+    TC_STMT_TARGET,
+    TC_STMT_ADDRSIZE,
+    TC_STMT_FILE,
+    TC_STMT_SECTION,
+    TC_STMT_PRAGMA,
+    TC_STMT_ALIAS,
+    TC_STMT_VAR,
+    TC_STMT_FUNC
+} tc_stmt_kind;
+
+typedef enum {
+    TC_SPACE_NONE = 0,
+    TC_SPACE_GLOBAL,
+    TC_SPACE_CONST,
+    TC_SPACE_SHARED,
+    TC_SPACE_LOCAL,
+    TC_SPACE_TEX
+} tc_space;
+
+enum { TC_REF_USE = 1, TC_REF_CALL = 2 };
+
+typedef struct tc_ptx_ref {
+    uint32_t sym;
+    uint8_t how; /* TC_REF_USE and/or TC_REF_CALL */
+} tc_ptx_ref;
+
+typedef struct tc_ptx_param {
+    const char *name;
+    uint32_t name_len;
+    uint32_t offset;   /* byte offset in the kernel parameter buffer */
+    uint32_t size;     /* bytes */
+    uint32_t align;
+    char type[12];     /* element type without the dot, e.g. "u64", "b8" */
+} tc_ptx_param;
+
+/* Performance directives of an entry (0 when absent). */
+typedef struct tc_ptx_perf {
+    uint32_t maxntid[3];
+    uint32_t reqntid[3];
+    uint32_t minnctapersm;
+    uint32_t maxnreg;
+    uint32_t reqnctapercluster[3];
+    uint32_t maxclusterrank;
+    uint8_t explicitcluster;
+    uint8_t noreturn;
+} tc_ptx_perf;
+
+typedef struct tc_ptx_stmt {
+    uint8_t kind;       /* tc_stmt_kind */
+    uint8_t linkage;    /* tc_linkage (variables and functions) */
+    uint8_t space;      /* tc_space (variables) */
+    uint8_t is_entry;
+    uint8_t has_body;   /* function definition (vs. prototype) */
+    uint8_t uses_loc;   /* body holds .loc directives */
+    uint32_t line;      /* first line */
+    uint32_t last_line;
+    size_t start, end;  /* [start, end) in the source, end past ';' or '}' */
+    size_t body;        /* functions with a body: offset of '{' */
+    size_t proto_end;   /* functions: end of the prototype (after params and
+                           .noreturn), where a declaration would put ';' */
+    size_t init;        /* variables: offset of '=' when initialized, else 0 */
+    int32_t sym;        /* symbol declared or defined, -1 for others */
+    uint32_t ref_begin, ref_count; /* into module refs */
+    uint32_t cost;      /* functions: number of body statements */
+    uint32_t param_begin, param_count; /* entries: into module params */
+    uint32_t param_bytes;
+    tc_ptx_perf perf;
+} tc_ptx_stmt;
+
+enum { TC_SYM_VAR = 1, TC_SYM_FUNC = 2, TC_SYM_ALIAS = 3 };
+
+typedef struct tc_ptx_sym {
+    const char *name;
+    uint32_t len;
+    uint8_t kind;       /* TC_SYM_* */
+    uint8_t is_entry;
+    int32_t def;        /* defining statement, -1 if only declared */
+    int32_t decl;       /* first declaring statement (may equal def) */
+    int32_t alias_of;   /* aliases: target symbol */
+} tc_ptx_sym;
+
+typedef struct tc_ptx_module {
+    const char *src;
+    size_t len;
+    tc_ptx_stmt *stmts;
+    size_t nstmts, cap_stmts;
+    tc_ptx_sym *syms;
+    size_t nsyms, cap_syms;
+    tc_ptx_ref *refs;
+    size_t nrefs, cap_refs;
+    tc_ptx_param *params;
+    size_t nparams, cap_params;
+    tc_map symtab;
+    int32_t version_stmt, target_stmt, addrsize_stmt;
+    size_t nentries;
+    char target[32];        /* first .target name, e.g. "sm_90" */
+    /* Set when the module holds a construct that cannot be split safely;
+     * the module is then compiled whole. Static strings or owned text. */
+    char whole_reason[256];
+    /* Identifiers using the prefix reserved for canonical label names were
+     * seen: canonical renaming is then disabled for the whole module. */
+    uint8_t reserved_prefix_seen;
+} tc_ptx_module;
+
+typedef struct tc_ptx_error {
+    uint32_t line;
+    char message[256];
+} tc_ptx_error;
+
+/* Parses src[0..len). Returns 0 on success, -1 on a syntax error at module
+ * level (err filled) or out of memory (err->line 0). */
+int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err);
+void tc_ptx_module_free(tc_ptx_module *m);
+
+/* Prefix of canonical local label names emitted by the slicer. */
+#define TC_CANON_PREFIX "$__tc"
+
+#endif

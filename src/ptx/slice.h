@@ -1,0 +1,64 @@
+/* slice: turns a parsed module into self-contained relocatable PTX texts.
+ *
+ * - A *unit* holds one or more entries: the module header, `.extern`
+ *   declarations of the variables and address-taken functions it uses,
+ *   copies of the module-scope .shared/.local variables it uses, internal
+ *   copies of every function it calls, then its entries.
+ * - The *module data* object defines every variable exactly once (made
+ *   .visible) plus every function whose address is taken, so pointer
+ *   identity and shared state are exactly those of the whole module.
+ *
+ * All texts are canonical: comments dropped, whitespace normalized, local
+ * labels renamed in order of definition, and every set emitted in name
+ * order, so a text depends only on what it contains, never on where other
+ * things sit in the module. */
+#ifndef TC_PTX_SLICE_H
+#define TC_PTX_SLICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/strbuf.h"
+#include "module.h"
+
+/* Maps lines of an emitted text back to lines of the input. */
+typedef struct tc_line_seg {
+    uint32_t out_line;  /* first line in the emitted text (1-based) */
+    uint32_t in_line;   /* corresponding input line */
+    uint32_t count;     /* number of lines */
+} tc_line_seg;
+
+typedef struct tc_text {
+    tc_sb text;
+    tc_line_seg *segs;
+    size_t nsegs, cap_segs;
+    uint32_t line;      /* current output line (1-based) */
+} tc_text;
+
+void tc_text_free(tc_text *t);
+/* Input line for an output line, or 0 when it has none. */
+uint32_t tc_text_map_line(const tc_text *t, uint32_t out_line);
+
+typedef struct tc_slicer tc_slicer;
+
+/* Analyzes the module. Returns 0 and a slicer when it can be split; returns
+ * 1 with `why` filled when it must be compiled whole; -1 out of memory. */
+int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *why, size_t whylen);
+void tc_slicer_free(tc_slicer *s);
+
+/* Entries in name order. */
+size_t tc_slicer_entry_count(const tc_slicer *s);
+const tc_ptx_stmt *tc_slicer_entry(const tc_slicer *s, size_t i);
+/* Estimated compile cost of entry i: its statements plus those of every
+ * function copied into its slice. */
+uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
+
+/* Emits a unit holding entries idx[0..n) (indices in name order, sorted
+ * ascending). 0 ok, -1 out of memory. */
+int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out);
+
+/* Whether a module-data object is needed, and its text. */
+int tc_slicer_has_module_data(const tc_slicer *s);
+int tc_slicer_emit_module_data(tc_slicer *s, tc_text *out);
+
+#endif

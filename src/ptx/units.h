@@ -1,0 +1,25 @@
+/* units: groups entries into compile units with content-defined
+ * boundaries. A ptxas process costs ~10 ms before any work, so one process
+ * per small kernel is slower cold than one whole-module ptxas; grouping
+ * amortizes that while an edit still recompiles one small unit.
+ *
+ * Entries are taken in name order. Whether a unit ends after an entry
+ * depends only on that entry (a hash of its name, and its estimated cost
+ * rounded to a power of two), so editing, adding or removing one entry
+ * moves at most the boundaries next to it. */
+#ifndef TC_PTX_UNITS_H
+#define TC_PTX_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Default target compile cost of a unit, in PTX statements. */
+#define TC_UNIT_COST_DEFAULT 600u
+
+/* cost[i], name_hash[i] for n entries in name order. Writes the index of
+ * each unit's first entry to first[] (capacity n) and returns the number of
+ * units. target: desired cost per unit (0 = default). */
+size_t tc_plan_units(const uint32_t *cost, const uint64_t *name_hash, size_t n,
+                     uint32_t target, uint32_t *first);
+
+#endif

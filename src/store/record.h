@@ -1,0 +1,66 @@
+/* record: the on-disk record format shared by every cache tier.
+ *
+ *   offset size
+ *   0      4   magic "TCR\x01"
+ *   4      4   record format version (TC_RECORD_FORMAT)
+ *   8      4   kind (TC_REC_*)
+ *   12     4   flags (bit 0: payload is zstd-compressed)
+ *   16     8   payload size, uncompressed
+ *   24     8   stored payload size
+ *   32    32   key (the SHA-256 the record is filed under)
+ *   64    32   SHA-256 over bytes 0..63 and the stored payload
+ *   96     .   stored payload
+ *
+ * A record verifies itself: a truncated, extended, corrupted or misfiled
+ * record never decodes. The payload is a sequence of fields, each
+ * (u32 tag, u64 length, bytes), so readers skip tags they do not know. */
+#ifndef TC_STORE_RECORD_H
+#define TC_STORE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/hash.h"
+#include "../util/strbuf.h"
+
+#define TC_RECORD_FORMAT 1u
+#define TC_RECORD_HEADER 96u
+
+enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2 };
+
+enum {
+    TC_F_OBJECT = 1,        /* unit: relocatable object */
+    TC_F_IMAGE = 2,         /* module: linked cubin */
+    TC_F_ENTRY = 3,         /* per-entry metadata (repeated) */
+    TC_F_UNIT_KEY = 4,      /* module: key of a unit it was linked from (repeated) */
+    TC_F_WHOLE_REASON = 5,  /* module: why it was compiled whole */
+    TC_F_LOG = 6            /* compiler messages worth replaying (warnings) */
+};
+
+/* Builds a complete record (header + compressed payload) into out.
+ * Returns 0, or -1 out of memory / compression failure. */
+int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, size_t len,
+                     tc_sb *out);
+
+/* Verifies data as a record of `kind` filed under `key` and returns its
+ * payload (malloc'd). Returns 0, or -1 when the record is not valid. */
+int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
+                     char **payload, size_t *plen);
+
+/* Payload fields. */
+void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n);
+
+typedef struct tc_reader {
+    const unsigned char *p, *end;
+    int bad;  /* set once a read ran past the end */
+} tc_reader;
+
+void tc_reader_init(tc_reader *r, const void *p, size_t n);
+/* Next field: 1 got one, 0 end of data, -1 malformed. */
+int tc_field_next(tc_reader *r, uint32_t *tag, const unsigned char **p, size_t *n);
+uint32_t tc_read_u32(tc_reader *r);
+uint64_t tc_read_u64(tc_reader *r);
+/* A length-prefixed blob; returns a pointer into the data (or NULL). */
+const unsigned char *tc_read_blob(tc_reader *r, size_t *n);
+
+#endif

@@ -1,0 +1,112 @@
+/* hash: SHA-256 wrapper over OpenSSL EVP (hardware accelerated where the
+ * CPU has SHA extensions). */
+#include "hash.h"
+
+#include <openssl/evp.h>
+#include <string.h>
+
+struct tc_hash {
+    EVP_MD_CTX *ctx;
+};
+
+tc_hash *tc_hash_new(void)
+{
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        return NULL;
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return NULL;
+    }
+    tc_hash *h = (tc_hash *)OPENSSL_malloc(sizeof *h);
+    if (!h) {
+        EVP_MD_CTX_free(ctx);
+        return NULL;
+    }
+    h->ctx = ctx;
+    return h;
+}
+
+void tc_hash_free(tc_hash *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->ctx);
+    OPENSSL_free(h);
+}
+
+void tc_hash_update(tc_hash *h, const void *p, size_t n)
+{
+    if (n)
+        EVP_DigestUpdate(h->ctx, p, n);
+}
+
+void tc_hash_field(tc_hash *h, const char *tag, const void *p, size_t n)
+{
+    unsigned char len[8];
+    size_t tl = strlen(tag);
+    tc_hash_update(h, tag, tl + 1); /* includes the NUL as separator */
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    tc_hash_update(h, len, sizeof len);
+    tc_hash_update(h, p, n);
+}
+
+void tc_hash_field_str(tc_hash *h, const char *tag, const char *s)
+{
+    tc_hash_field(h, tag, s ? s : "", s ? strlen(s) : 0);
+}
+
+void tc_hash_final(tc_hash *h, tc_digest *out)
+{
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(h->ctx, out->b, &n);
+    EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL);
+}
+
+void tc_digest_of(const void *p, size_t n, tc_digest *out)
+{
+    unsigned int len = 0;
+    EVP_Digest(p, n, out->b, &len, EVP_sha256(), NULL);
+}
+
+void tc_digest_hex(const tc_digest *d, char out[TC_DIGEST_HEX_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < TC_DIGEST_LEN; i++) {
+        out[2 * i] = hex[d->b[i] >> 4];
+        out[2 * i + 1] = hex[d->b[i] & 15];
+    }
+    out[TC_DIGEST_HEX_LEN] = '\0';
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int tc_digest_from_hex(const char *s, tc_digest *out)
+{
+    for (int i = 0; i < TC_DIGEST_LEN; i++) {
+        int hi = hexval(s[2 * i]);
+        int lo = hi < 0 ? -1 : hexval(s[2 * i + 1]);
+        if (lo < 0)
+            return -1;
+        out->b[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return s[TC_DIGEST_HEX_LEN] == '\0' ? 0 : -1;
+}
+
+uint64_t tc_digest_u64(const tc_digest *d)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)d->b[i] << (8 * i);
+    return v;
+}

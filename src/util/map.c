@@ -1,0 +1,78 @@
+/* map: symbol-table hash map (FNV-1a, linear probing). */
+#include "map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t hash_bytes(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+void tc_map_free(tc_map *m)
+{
+    free(m->slots);
+    m->slots = NULL;
+    m->cap = m->count = 0;
+}
+
+uint32_t *tc_map_get(const tc_map *m, const char *key, size_t len)
+{
+    if (!m->cap)
+        return NULL;
+    uint32_t h = hash_bytes(key, len);
+    for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        tc_map_slot *s = &m->slots[i];
+        if (!s->key)
+            return NULL;
+        if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+            return &s->value;
+    }
+}
+
+static int grow(tc_map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    tc_map_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        tc_map_slot *s = &m->slots[i];
+        if (!s->key)
+            continue;
+        size_t j = s->hash & (ncap - 1);
+        while (ns[j].key)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = *s;
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    return 0;
+}
+
+int tc_map_put(tc_map *m, const char *key, size_t len, uint32_t value)
+{
+    if ((m->count + 1) * 4 > m->cap * 3 && grow(m) != 0)
+        return -1;
+    uint32_t h = hash_bytes(key, len);
+    size_t i = h & (m->cap - 1);
+    for (;; i = (i + 1) & (m->cap - 1)) {
+        tc_map_slot *s = &m->slots[i];
+        if (!s->key)
+            break;
+        if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+            return 0;
+    }
+    m->slots[i].key = key;
+    m->slots[i].len = (uint32_t)len;
+    m->slots[i].hash = h;
+    m->slots[i].value = value;
+    m->count++;
+    return 1;
+}
