@@ -74,7 +74,6 @@ static tc_status prepare(tc_build_ctx *b)
     b->kc.opts = (const char *const *)o->copts;
     b->kc.nopts = o->ncopts;
     b->kc.compiler_id = b->compiler_id;
-    b->store = b->cache ? b->cache->store : NULL;
     if (o->split)
         snprintf(b->plan, sizeof b->plan, "split:%u",
                  o->unit_cost ? o->unit_cost : TC_UNIT_COST_DEFAULT);
@@ -378,6 +377,7 @@ static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx,
     b.len = size;
     b.name = name && *name ? name : "<input>";
     b.explain = explain;
+    b.store = cache ? cache->store : NULL;
     b.r = tc_result_new();
     if (!b.r)
         return TC_ERR_NOMEM;
@@ -392,7 +392,7 @@ static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx,
     }
     if (b.store && tc_store_warning(b.store))
         tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(b.store));
-    if (!explain && b.cache && !tc_store_warning(b.store)) {
+    if (!explain && b.store && !tc_store_warning(b.store)) {
         b.delta.v[TC_C_BUILDS]++;
         (void)tc_stats_add(b.cache->dir, &b.delta); /* statistics never fail a build */
     }

@@ -65,6 +65,8 @@ static const char usage_build[] =
     "  -v, --verbose               print what was reused and compiled\n"
     "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
     "  --full-keys                 explain: print whole 64-digit keys\n"
+    "  --json                      explain: print JSON (every key in full, the\n"
+    "                              parameter layout and the resource report)\n"
     "\n"
     "When a module holds a construct that cannot be split safely (DWARF sections\n"
     "from -G, device-side launches, ...), it is compiled whole, still cached, and\n"
@@ -213,6 +215,8 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
             a->quiet = 1;
         } else if (!strcmp(s, "--full-keys")) {
             a->full_keys = 1;
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
         } else {
             return usage_error("unknown option '%s'", s);
         }
@@ -282,6 +286,53 @@ static char *read_input(const char *path, size_t *len)
     }
     *len = n;
     return buf;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void explain_json(const char *name, const tc_result *r, const tc_report *rep)
+{
+    const char *why = tc_result_whole_reason(r);
+    printf("{\"input\": ");
+    json_string(name);
+    printf(", \"mode\": \"%s\", \"whole_reason\": ", why ? "whole" : "split");
+    if (why)
+        json_string(why);
+    else
+        printf("null");
+    printf(", \"module_cached\": %s, \"units\": %u, \"units_cached\": %u, \"entries\": [",
+           rep->module_hit ? "true" : "false", rep->units, rep->unit_hits);
+    for (size_t i = 0; i < tc_result_entry_count(r); i++) {
+        tc_entry_info e;
+        tc_result_entry(r, i, &e);
+        printf("%s\n  {\"name\": ", i ? "," : "");
+        json_string(e.name);
+        printf(", \"unit\": %u, \"unit_key\": \"%s\", \"slice_key\": \"%s\", \"cached\": %s, "
+               "\"param_bytes\": %u, \"params\": [",
+               e.unit, e.unit_key, e.slice_key, e.cached ? "true" : "false", e.param_bytes);
+        for (uint32_t k = 0; k < e.param_count; k++)
+            printf("%s{\"type\": \"%s\", \"offset\": %u, \"size\": %u, \"align\": %u}",
+                   k ? ", " : "", e.params[k].type, e.params[k].offset, e.params[k].size,
+                   e.params[k].align);
+        printf("], \"maxntid\": [%u, %u, %u], \"reqntid\": [%u, %u, %u], "
+               "\"minnctapersm\": %u, \"maxnreg\": %u}",
+               e.maxntid[0], e.maxntid[1], e.maxntid[2], e.reqntid[0], e.reqntid[1],
+               e.reqntid[2], e.minnctapersm, e.maxnreg);
+    }
+    printf("\n]}\n");
 }
 
 static int exit_for(tc_status s)
@@ -378,6 +429,10 @@ static int cmd_build(int argc, char **argv, int explain)
                         rep.split ? "split" : "whole module", rep.seconds_compile,
                         rep.seconds_link, rep.seconds);
         }
+        goto done;
+    }
+    if (a.json) {
+        explain_json(name, r, &rep);
         goto done;
     }
     const char *why = tc_result_whole_reason(r);

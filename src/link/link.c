@@ -239,7 +239,8 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, tc_linker *out, tc_s
             }
         }
     }
-    if (allow_jl && TC_NVJITLINK_LIB[0] && library_identity(TC_NVJITLINK_LIB, out) == 0)
+    static const char built_with[] = TC_NVJITLINK_LIB;
+    if (allow_jl && built_with[0] && library_identity(built_with, out) == 0)
         return 0;
     char nvlink[TC_PATH_MAX];
     int found = -1;

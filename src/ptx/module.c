@@ -74,6 +74,22 @@ static void advance(parser *p)
 
 static size_t off(const parser *p, const tc_tok *t) { return (size_t)(t->p - p->m->src); }
 
+/* A token as error messages show it: quoted (at most 40 characters), or
+ * as a byte value when it is not printable text. */
+static const char *describe(const tc_tok *t, char buf[64])
+{
+    if (t->kind == TK_EOF)
+        return "the end of the file";
+    unsigned char c = (unsigned char)t->p[0];
+    if (t->kind == TK_PUNCT && (c < 0x20 || c >= 0x7f)) {
+        snprintf(buf, 64, "byte 0x%02x", c);
+        return buf;
+    }
+    snprintf(buf, 64, "'%.*s%s'", (int)(t->len > 40 ? 40 : t->len), t->p,
+             t->len > 40 ? "..." : "");
+    return buf;
+}
+
 static void whole(tc_ptx_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void whole(tc_ptx_module *m, const char *fmt, ...)
@@ -185,8 +201,8 @@ static void end_stmt(parser *p, tc_ptx_stmt *st, const tc_tok *last)
 static int expect_kind(parser *p, tc_tok_kind kind, const char *what)
 {
     if (p->tok.kind != kind) {
-        fail(p, p->tok.line, "expected %s, found '%.*s'", what,
-             (int)(p->tok.len ? p->tok.len : 3), p->tok.len ? p->tok.p : "EOF");
+        char d[64];
+        fail(p, p->tok.line, "expected %s, found %s", what, describe(&p->tok, d));
         return -1;
     }
     return 0;
@@ -890,15 +906,28 @@ static void parse_module(parser *p)
     advance(p);
     while (!p->failed && p->tok.kind != TK_EOF) {
         tc_tok first = p->tok;
+        /* PTX requires .version first and .target right after it */
+        size_t n = p->m->nstmts;
+        if (n == 0 && !tc_tok_is(&first, ".version")) {
+            char d[64];
+            fail(p, first.line, "a module must start with .version (found %s)",
+                 describe(&first, d));
+            return;
+        }
+        if (n == 1 && !tc_tok_is(&first, ".target")) {
+            char d[64];
+            fail(p, first.line, ".target must follow .version (found %s)", describe(&first, d));
+            return;
+        }
         if (first.kind != TK_IDENT) {
+            char d[64];
             if (tc_tok_punct(&first, '}'))
                 fail(p, first.line, "'}' without a matching '{'");
             else if (tc_tok_punct(&first, '@'))
                 fail(p, first.line, "unsupported module-level '@' directive (old-style "
                                     "@@DWARF debug information)");
             else
-                fail(p, first.line, "unexpected '%.*s' at module level", (int)first.len,
-                     first.p);
+                fail(p, first.line, "unexpected %s at module level", describe(&first, d));
             return;
         }
         if (tc_tok_is(&first, ".version")) {
@@ -953,19 +982,16 @@ static void parse_module(parser *p)
             fail(p, p->tok.line, "unknown module-level directive '%.*s'", (int)p->tok.len,
                  p->tok.p);
         } else {
-            fail(p, p->tok.line, "unexpected '%.*s' at module level", (int)p->tok.len,
-                 p->tok.p);
+            char d[64];
+            fail(p, p->tok.line, "unexpected %s at module level", describe(&p->tok, d));
         }
     }
     if (p->failed)
         return;
     if (p->m->version_stmt < 0)
-        fail(p, 1, "missing .version directive");
+        fail(p, p->tok.line, "missing .version directive (the input is empty)");
     else if (p->m->target_stmt < 0)
-        fail(p, 1, "missing .target directive");
-    else if (p->m->version_stmt != 0 || p->m->stmts[0].kind != TC_STMT_VERSION)
-        fail(p, p->m->stmts[p->m->version_stmt].line,
-             ".version must be the first directive of the module");
+        fail(p, p->tok.line, "missing .target directive");
 }
 
 int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err)

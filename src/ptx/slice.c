@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/hash.h"
 #include "lex.h"
+
+/* How a copied statement's linkage is rewritten. */
+enum { LINK_KEEP, LINK_DROP, LINK_VISIBLE, LINK_EXTERN };
 
 /* ---- growable arrays ---------------------------------------------------- */
 
@@ -107,6 +111,14 @@ struct tc_slicer {
     int rename;          /* canonical renaming of local labels */
     int has_md;
     u32vec md_funcs;     /* module-data functions, name order */
+    /* Canonical text of each function as units hold it (entries as they
+     * are, other functions with internal linkage), made on first use:
+     * helpers appear in many units but are canonicalized once. */
+    char **memo;
+    uint32_t *memo_len;
+    /* Canonical names of anonymous variables (see name_anonymous), or
+     * NULL when the module has none. */
+    char (*anon)[40];
 };
 
 typedef struct closure {
@@ -303,6 +315,71 @@ static int classify(tc_slicer *s, char *whybuf, size_t whylen)
     return 0;
 }
 
+static int canon_stmt(const tc_slicer *s, const tc_ptx_stmt *st, int link, int canon,
+                      const tc_ptx_sym *blank, tc_sb *out);
+
+static int is_anonymous(const tc_ptx_module *m, const tc_ptx_sym *y)
+{
+    if (y->kind != TC_SYM_VAR || y->def < 0 || m->stmts[y->def].linkage != TC_LINK_INTERNAL ||
+        (y->decl >= 0 && m->stmts[y->decl].linkage != TC_LINK_INTERNAL))
+        return 0;
+    return y->name[0] == '$' || (y->len > 10 && !memcmp(y->name, "__unnamed_", 10));
+}
+
+/* Compilers name private constants by their position in the module
+ * (nvcc's $str, $str$1, ...; LLVM's __unnamed_1, ...), so adding a kernel
+ * with a printf renames every later string and would change the keys of
+ * every kernel using one. Such internal, compiler-named variables get a
+ * name derived from their own declaration and initializer instead; equal
+ * constants are told apart by their order among themselves. */
+static int name_anonymous(tc_slicer *s)
+{
+    const tc_ptx_module *m = s->m;
+    size_t count = 0;
+    for (size_t i = 0; i < m->nsyms; i++)
+        count += is_anonymous(m, &m->syms[i]);
+    if (!count)
+        return 0;
+    s->anon = calloc(m->nsyms, sizeof *s->anon);
+    tc_digest *d = calloc(m->nsyms, sizeof *d);
+    if (!s->anon || !d) {
+        free(d);
+        return -1;
+    }
+    tc_sb text = TC_SB_INIT;
+    tc_map seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < m->nstmts && !rc; i++) {
+        const tc_ptx_stmt *st = &m->stmts[i];
+        if (st->kind != TC_STMT_VAR || st->sym < 0 || m->syms[st->sym].def != (int32_t)i ||
+            !is_anonymous(m, &m->syms[st->sym]))
+            continue;
+        const tc_ptx_sym *y = &m->syms[st->sym];
+        tc_sb_reset(&text);
+        /* the name token is blanked: only the content counts */
+        rc = canon_stmt(s, st, LINK_KEEP, 0, y, &text);
+        if (rc)
+            break;
+        tc_digest_of(text.data, text.len, &d[st->sym]);
+        /* seen counts the constants with this content so far */
+        uint32_t dup = 0, *v = tc_map_get(&seen, (const char *)d[st->sym].b, TC_DIGEST_LEN);
+        if (v)
+            dup = (*v)++;
+        else if (tc_map_put(&seen, (const char *)d[st->sym].b, TC_DIGEST_LEN, 1) < 0)
+            rc = -1;
+        char hex[TC_DIGEST_HEX_LEN + 1];
+        tc_digest_hex(&d[st->sym], hex);
+        if (dup)
+            snprintf(s->anon[st->sym], sizeof s->anon[0], TC_CANON_PREFIX "A%.16s_%u", hex, dup);
+        else
+            snprintf(s->anon[st->sym], sizeof s->anon[0], TC_CANON_PREFIX "A%.16s", hex);
+    }
+    tc_sb_free(&text);
+    tc_map_free(&seen);
+    free(d);
+    return rc;
+}
+
 int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size_t whylen)
 {
     *out = NULL;
@@ -320,11 +397,14 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
     s->stamp = calloc(ns, sizeof *s->stamp);
     s->entries = malloc(m->nentries * sizeof *s->entries);
     s->cost = malloc(m->nentries * sizeof *s->cost);
+    s->memo = calloc(m->nstmts ? m->nstmts : 1, sizeof *s->memo);
+    s->memo_len = calloc(m->nstmts ? m->nstmts : 1, sizeof *s->memo_len);
     uint32_t *order = malloc(ns * sizeof *order), *tmp = malloc(ns * sizeof *tmp);
     int rc = -1;
     closure c;
     memset(&c, 0, sizeof c);
-    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !order || !tmp)
+    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo ||
+        !s->memo_len || !order || !tmp)
         goto done;
     for (size_t i = 0; i < m->nsyms; i++)
         order[i] = (uint32_t)i;
@@ -372,6 +452,8 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
         s->cost[i] = c.cost > UINT32_MAX ? UINT32_MAX : (uint32_t)c.cost;
     }
     s->rename = !m->reserved_prefix_seen;
+    if (s->rename && name_anonymous(s) != 0)
+        goto oom;
     rc = 0;
     goto done;
 oom:
@@ -396,6 +478,11 @@ void tc_slicer_free(tc_slicer *s)
     free(s->stamp);
     free(s->entries);
     free(s->cost);
+    for (size_t i = 0; s->memo && i < s->m->nstmts; i++)
+        free(s->memo[i]);
+    free(s->memo);
+    free(s->memo_len);
+    free(s->anon);
     vfree(&s->md_funcs);
     free(s);
 }
@@ -412,8 +499,6 @@ uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i) { return s->cost[i];
 int tc_slicer_has_module_data(const tc_slicer *s) { return s->has_md; }
 
 /* ---- emission ----------------------------------------------------------- */
-
-enum { LINK_KEEP, LINK_DROP, LINK_VISIBLE, LINK_EXTERN };
 
 static int is_linkage_tok(const tc_tok *t)
 {
@@ -489,15 +574,23 @@ static int collect_renames(const tc_slicer *s, const tc_ptx_stmt *st, tc_map *ma
     }
 }
 
-/* Copies a statement into the text, canonicalized, keeping its lines. */
-static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, int link,
-                     int canon)
+/* The name a module symbol is emitted under, or NULL for its own. */
+static const char *anon_name(const tc_slicer *s, const tc_tok *t)
+{
+    if (!s->anon || t->kind != TK_IDENT)
+        return NULL;
+    uint32_t *v = tc_map_get(&s->m->symtab, t->p, t->len);
+    return v && s->anon[*v][0] ? s->anon[*v] : NULL;
+}
+
+/* Canonical text of a statement (ending in a newline, with as many lines
+ * as the statement has in the input), its linkage rewritten per `link`. */
+static int canon_stmt(const tc_slicer *s, const tc_ptx_stmt *st, int link, int canon,
+                      const tc_ptx_sym *blank, tc_sb *out)
 {
     tc_map renames = {0};
     if (canon && s->rename && st->has_body && collect_renames(s, st, &renames) < 0)
         return -1;
-    text_newline_if_needed(out);
-    text_seg(out, st->line, st->last_line - st->line + 1);
     tc_lexer lx;
     tc_lex_init(&lx, s->m->src + st->start, st->end - st->start, st->line);
     const char *prev = NULL;
@@ -507,35 +600,75 @@ static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, in
         tc_tok t = tc_lex_next(&lx);
         if (t.kind == TK_EOF || t.kind == TK_ERROR)
             break;
-        if (prev) {
-            size_t before = out->text.len;
-            tc_lex_copy_gap(&out->text, prev, t.p);
-            for (size_t i = before; i < out->text.len; i++)
-                if (out->text.data[i] == '\n')
-                    out->line++;
-        }
+        if (prev)
+            tc_lex_copy_gap(out, prev, t.p);
         prev = t.p + t.len;
         if (prefix) {
             if (is_linkage_tok(&t)) {
                 if (link == LINK_KEEP || link == LINK_VISIBLE)
-                    text_put(out, t.p, t.len);
+                    tc_sb_append(out, t.p, t.len);
                 continue;
             }
             prefix = 0;
             if (link == LINK_VISIBLE && st->linkage == TC_LINK_INTERNAL)
-                text_puts(out, ".visible ");
+                tc_sb_puts(out, ".visible ");
         }
         uint32_t *v = renames.cap && t.kind == TK_IDENT ? tc_map_get(&renames, t.p, t.len)
                                                         : NULL;
+        const char *a;
         if (v) {
-            snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);
-            text_puts(out, name);
+            int n = snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);
+            tc_sb_append(out, name, (size_t)n);
+        } else if (blank && t.p == blank->name) {
+            tc_sb_putc(out, '$');
+        } else if ((a = anon_name(s, &t)) != NULL) {
+            tc_sb_puts(out, a);
         } else {
-            text_put(out, t.p, t.len);
+            tc_sb_append(out, t.p, t.len);
         }
     }
-    text_put(out, "\n", 1);
+    tc_sb_putc(out, '\n');
     tc_map_free(&renames);
+    return out->oom ? -1 : 0;
+}
+
+static void text_piece(tc_text *out, const tc_ptx_stmt *st, const char *p, size_t n)
+{
+    text_newline_if_needed(out);
+    text_seg(out, st->line, st->last_line - st->line + 1);
+    tc_sb_append(&out->text, p, n);
+    out->line += st->last_line - st->line + 1;
+}
+
+/* Copies a statement into the text, canonicalized, keeping its lines. */
+static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, int link,
+                     int canon)
+{
+    tc_sb piece = TC_SB_INIT;
+    int rc = canon_stmt(s, st, link, canon, NULL, &piece);
+    if (rc == 0)
+        text_piece(out, st, piece.data, piece.len);
+    tc_sb_free(&piece);
+    return rc == 0 && !out->text.oom ? 0 : -1;
+}
+
+/* A function as units hold it, from the memo. */
+static int emit_function(tc_slicer *s, tc_text *out, const tc_ptx_stmt *st)
+{
+    size_t i = (size_t)(st - s->m->stmts);
+    if (!s->memo[i]) {
+        tc_sb piece = TC_SB_INIT;
+        if (canon_stmt(s, st, st->is_entry ? LINK_KEEP : LINK_DROP, 1, NULL, &piece) != 0) {
+            tc_sb_free(&piece);
+            return -1;
+        }
+        size_t n;
+        s->memo[i] = tc_sb_take(&piece, &n);
+        s->memo_len[i] = (uint32_t)n;
+        if (!s->memo[i])
+            return -1;
+    }
+    text_piece(out, st, s->memo[i], s->memo_len[i]);
     return out->text.oom ? -1 : 0;
 }
 
@@ -571,7 +704,11 @@ static int emit_decl(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, si
             else if (link == LINK_VISIBLE)
                 text_puts(out, ".visible ");
         }
-        text_put(out, t.p, t.len);
+        const char *a = anon_name(s, &t);
+        if (a)
+            text_puts(out, a);
+        else
+            text_put(out, t.p, t.len);
     }
     text_puts(out, ";\n");
     return out->text.oom ? -1 : 0;
@@ -621,7 +758,7 @@ static int emit_efuncs(const tc_slicer *s, tc_text *out, const u32vec *efuncs)
     return 0;
 }
 
-static int emit_copies(const tc_slicer *s, tc_text *out, const u32vec *copies)
+static int emit_copies(tc_slicer *s, tc_text *out, const u32vec *copies)
 {
     const tc_ptx_module *m = s->m;
     for (size_t i = 0; i < copies->n; i++) {
@@ -630,7 +767,7 @@ static int emit_copies(const tc_slicer *s, tc_text *out, const u32vec *copies)
             return -1;
     }
     for (size_t i = 0; i < copies->n; i++)
-        if (emit_stmt(s, out, &m->stmts[m->syms[copies->v[i]].def], LINK_DROP, 1))
+        if (emit_function(s, out, &m->stmts[m->syms[copies->v[i]].def]))
             return -1;
     return 0;
 }
@@ -660,7 +797,7 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     if (emit_copies(s, out, &c.copies))
         goto done;
     for (size_t i = 0; i < n; i++)
-        if (emit_stmt(s, out, &m->stmts[s->entries[idx[i]]], LINK_KEEP, 1))
+        if (emit_function(s, out, &m->stmts[s->entries[idx[i]]]))
             goto done;
     rc = 0;
 done:

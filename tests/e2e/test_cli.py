@@ -1,0 +1,186 @@
+"""The command line: help, usage errors (exit 2), input errors (exit 1),
+cache location, stats, clear, explain."""
+
+import json
+import os
+import pathlib
+
+import pytest
+
+from conftest import ARCH, TASKCACHE, build, run, stats, tc
+
+SIMPLE = """.version 8.0
+.target sm_90
+.address_size 64
+.global .align 4 .u32 counter;
+.func (.param .b32 r) twice (.param .b32 x)
+{
+ .reg .b32 %r<3>;
+ ld.param.u32 %r1, [x];
+ add.u32 %r2, %r1, %r1;
+ st.param.b32 [r], %r2;
+ ret;
+}
+.visible .entry first (.param .u64 out)
+{
+ .reg .b32 %r<3>;
+ .reg .b64 %rd<3>;
+ ld.param.u64 %rd1, [out];
+ { .param .b32 a; .param .b32 b; st.param.b32 [a], 21; call.uni (b), twice, (a); ld.param.b32 %r1, [b]; }
+ st.global.u32 [%rd1], %r1;
+ ret;
+}
+.visible .entry second ()
+{
+ .reg .b32 %r<2>;
+ atom.global.add.u32 %r1, [counter], 1;
+ ret;
+}
+"""
+
+
+@pytest.fixture
+def simple(tmp_path):
+    p = tmp_path / "simple.ptx"
+    p.write_text(SIMPLE)
+    return str(p)
+
+
+@pytest.mark.no_toolkit
+@pytest.mark.parametrize("args,needle", [
+    (["--help"], "commands:"),
+    (["help"], "commands:"),
+    (["help", "build"], "--arch sm_XX"),
+    (["build", "--help"], "-Xptxas OPT"),
+    (["explain", "--help"], "explain compiles nothing"),
+    (["help", "stats"], "--zero"),
+    (["stats", "--help"], "--json"),
+    (["clear", "--help"], "Removes every record"),
+])
+def test_help(args, needle):
+    p = tc(*args)
+    assert needle in p.stdout
+
+
+@pytest.mark.no_toolkit
+def test_version():
+    assert tc("version").stdout.startswith("taskcache ")
+
+
+@pytest.mark.no_toolkit
+@pytest.mark.parametrize("args,needle", [
+    ([], "usage: taskcache"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
+    (["build", "x.ptx", "--arch", "sm_90"], "no output file"),
+    (["build", "-o", "x.cubin", "--arch", "sm_90"], "no input file"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm90"], "invalid target 'sm90'"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90b"], "invalid target"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "-j", "0"], "-j needs a positive"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "--bogus"], "unknown option '--bogus'"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "-Xptxas", "-c"], "set by taskcache"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "-Xptxas", "--gpu-name=sm_80"],
+     "set by taskcache"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "--fmad=maybe"], "true or false"),
+    (["build", "x.ptx", "-o", "x.cubin", "--arch", "sm_90", "-O", "7"], "level from 0 to 3"),
+    (["build", "a.ptx", "b.ptx", "-o", "x.cubin"], "more than one input"),
+    (["stats", "--bogus"], "unknown argument"),
+    (["help", "nothing"], "no help for 'nothing'"),
+])
+def test_usage_errors_exit_2(args, needle):
+    p = tc(*args, check=False)
+    assert p.returncode == 2
+    assert needle in p.stderr
+
+
+def test_missing_target_is_a_usage_error(simple, tmp_path):
+    p = tc("build", simple, "-o", tmp_path / "o.cubin", check=False)
+    assert p.returncode == 2
+    assert "no target architecture" in p.stderr
+
+
+def test_missing_input_exits_1(tmp_path):
+    p = build(str(tmp_path / "nope.ptx"), tmp_path / "o.cubin", None, check=False)
+    assert p.returncode == 1
+    assert "cannot open" in p.stderr and "nope.ptx" in p.stderr
+
+
+def test_unwritable_output_exits_1(simple, tmp_path):
+    p = build(simple, tmp_path / "no" / "such" / "dir" / "o.cubin", None, check=False)
+    assert p.returncode == 1
+    assert "cannot write" in p.stderr
+
+
+def test_stdin_input(simple, tmp_path):
+    out = tmp_path / "o.cubin"
+    p = run([TASKCACHE, "build", "-", "-o", out, "--arch", ARCH, "--no-cache"],
+            input=open(simple).read())
+    assert out.stat().st_size > 0, p.stderr
+
+
+def test_cache_location_from_environment(simple, tmp_path):
+    env = dict(os.environ, TASKCACHE_DIR=str(tmp_path / "envcache"))
+    run([TASKCACHE, "build", simple, "-o", tmp_path / "o.cubin", "--arch", ARCH], env=env)
+    assert (tmp_path / "envcache" / "v1" / ARCH).is_dir()
+    env = dict(os.environ, HOME=str(tmp_path / "home"))
+    env.pop("TASKCACHE_DIR", None)
+    env.pop("XDG_CACHE_HOME", None)
+    run([TASKCACHE, "build", simple, "-o", tmp_path / "o.cubin", "--arch", ARCH], env=env)
+    home_cache = tmp_path / "home" / ".cache" / "taskcache"
+    assert (home_cache / "v1" / ARCH).is_dir()
+    assert oct(home_cache.stat().st_mode & 0o777) == "0o700"  # private
+
+
+def test_no_cache_writes_nothing(simple, tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path / "home"), TASKCACHE_DIR=str(tmp_path / "c"))
+    run([TASKCACHE, "build", simple, "-o", tmp_path / "o.cubin", "--arch", ARCH, "--no-cache"],
+        env=env)
+    assert not (tmp_path / "c").exists() and not (tmp_path / "home").exists()
+
+
+def test_verbose_report(simple, tmp_path):
+    cache = str(tmp_path / "cache")
+    p = build(simple, tmp_path / "o.cubin", cache, "-v")
+    assert "2 kernels in" in p.stderr and "compiled" in p.stderr
+    p = build(simple, tmp_path / "o.cubin", cache, "-v")
+    assert "module record hit" in p.stderr
+
+
+def test_stats_zero_and_clear(simple, tmp_path):
+    cache = str(tmp_path / "cache")
+    build(simple, tmp_path / "o.cubin", cache)
+    build(simple, tmp_path / "o.cubin", cache)
+    s = stats(cache)
+    assert s["builds"] == 2 and s["module_hits"] == 1 and s["module_records"] == 1
+    human = tc("stats", "--cache-dir", cache).stdout
+    assert "cache directory" in human and "module record hits" in human and "50.0 %" in human
+    tc("stats", "--cache-dir", cache, "--zero")
+    s = stats(cache)
+    assert s["builds"] == 0 and s["module_records"] == 1  # records stay
+    assert "cleared" in tc("clear", "--cache-dir", cache).stdout
+    s = stats(cache)
+    assert s["module_records"] == 0 and s["unit_records"] == 0 and s["disk_bytes"] == 0
+    build(simple, tmp_path / "o.cubin", cache)             # the cache works afterwards
+    assert stats(cache)["module_misses"] == 1
+
+
+def test_explain_text_and_json(simple, tmp_path):
+    cache = str(tmp_path / "cache")
+    text = tc("explain", simple, "--arch", ARCH, "--cache-dir", cache).stdout
+    assert "first" in text and "second" in text and "mode:   split" in text
+    data = json.loads(tc("explain", simple, "--arch", ARCH, "--cache-dir", cache,
+                         "--json").stdout)
+    assert [e["name"] for e in data["entries"]] == ["first", "second"]
+    first = data["entries"][0]
+    assert first["params"] == [{"type": "u64", "offset": 0, "size": 8, "align": 8}]
+    assert len(first["unit_key"]) == 64 and len(first["slice_key"]) == 64
+    assert not any(e["cached"] for e in data["entries"])
+    # explain writes nothing
+    assert stats(cache)["unit_records"] == 0
+
+
+def test_compiler_options_reach_ptxas(simple, tmp_path):
+    """-maxrregcount is passed through: a limit below what ptxas accepts is
+    reported by ptxas itself."""
+    p = build(simple, tmp_path / "o.cubin", None, "-maxrregcount", "8", "-O", "2",
+              "-lineinfo", "--fmad=false", check=False)
+    assert p.returncode == 0, p.stderr

@@ -1,0 +1,146 @@
+"""Key stability: a slice's key changes exactly when something that can
+change its machine code changes, and never because of unrelated entries."""
+
+import os
+import stat
+
+from conftest import ARCH, PTXAS, explain, nvcc_ptx, slice_keys
+
+HEADER = r"""
+#include <cstdio>
+__device__ float g_scale = 2.0f;
+__constant__ float c_table[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+__device__ __noinline__ float shared_helper(float x) { return x * g_scale + c_table[3]; }
+__device__ __noinline__ float other_helper(float x) { return x - c_table[1]; }
+"""
+
+KERNELS = {
+    "k_alpha": r"""
+extern "C" __global__ void k_alpha(float *o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) o[i] = shared_helper(o[i]);
+}""",
+    "k_beta": r"""
+extern "C" __global__ void k_beta(float *o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0;
+    for (int k = 0; k < n; k++) acc += other_helper(o[(i + k) % n]);
+    if (i < n) o[i] = acc;
+}""",
+    "k_gamma": r"""
+extern "C" __global__ void k_gamma(float *o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { o[i] = shared_helper(o[i]) + 1.0f; printf("gamma %d\n", i); }
+}""",
+    "k_delta": r"""
+extern "C" __global__ void k_delta(int *o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && o[i] > 3) printf("delta %d %d\n", i, o[i]);
+}""",
+}
+
+EXTRA = r"""
+extern "C" __global__ void k_extra(float *o, int n) {
+    int i = threadIdx.x;
+    if (i < n) { o[i] = shared_helper(o[i]) * 3.0f; printf("extra %d\n", i); }
+}"""
+
+
+def module(tmp_path, name, order, header=HEADER, kernels=KERNELS, extra=None):
+    text = header + (extra or "") + "".join(kernels[k] for k in order)
+    return nvcc_ptx(text, tmp_path / f"{name}.ptx")
+
+
+ORDER = ["k_alpha", "k_beta", "k_gamma", "k_delta"]
+
+
+def test_editing_one_entry_changes_only_its_key(tmp_path, cache):
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    edited = dict(KERNELS)
+    edited["k_beta"] = KERNELS["k_beta"].replace("acc += other", "acc -= other")
+    after = slice_keys(module(tmp_path, "edit", ORDER, kernels=edited), cache)
+    assert set(base) == set(after)
+    changed = {k for k in base if base[k] != after[k]}
+    assert changed == {"k_beta"}
+
+
+def test_adding_an_entry_leaves_other_keys(tmp_path, cache):
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    # the new kernel comes first, so nvcc renumbers every label, local
+    # depot and string constant that follows it
+    after = slice_keys(module(tmp_path, "added", ORDER, extra=EXTRA), cache)
+    assert set(after) == set(base) | {"k_extra"}
+    assert all(after[k] == base[k] for k in base)
+
+
+def test_removing_an_entry_leaves_other_keys(tmp_path, cache):
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    after = slice_keys(module(tmp_path, "removed", [k for k in ORDER if k != "k_alpha"]), cache)
+    assert set(after) == set(base) - {"k_alpha"}
+    assert all(after[k] == base[k] for k in after)
+
+
+def test_reordering_entries_leaves_keys(tmp_path, cache):
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    after = slice_keys(module(tmp_path, "reordered", list(reversed(ORDER))), cache)
+    assert after == base
+
+
+def test_editing_a_shared_function_changes_exactly_its_users(tmp_path, cache):
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    header = HEADER.replace("x * g_scale", "x / g_scale")
+    after = slice_keys(module(tmp_path, "helper", ORDER, header=header), cache)
+    changed = {k for k in base if base[k] != after[k]}
+    assert changed == {"k_alpha", "k_gamma"}  # the two callers of shared_helper
+
+
+def test_editing_a_table_initializer_changes_no_slice(tmp_path, cache):
+    """Initializers live only in the module-data object."""
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    header = HEADER.replace("{1, 2, 3, 4, 5, 6, 7, 8}", "{1, 2, 3, 4, 5, 6, 7, 9}")
+    after = slice_keys(module(tmp_path, "table", ORDER, header=header), cache)
+    assert after == base
+
+
+def test_target_options_and_compiler_change_every_key(tmp_path, cache):
+    ptx = module(tmp_path, "base", ORDER)
+    base = slice_keys(ptx, cache)
+    other_target = {e["name"]: e["slice_key"] for e in
+                    __import__("json").loads(__import__("conftest").tc(
+                        "explain", ptx, "--arch", "sm_89", "--cache-dir", cache,
+                        "--json").stdout)["entries"]}
+    assert all(other_target[k] != base[k] for k in base)
+    for opt in (["-O2"], ["-lineinfo"], ["--maxrregcount=32"], ["--fmad=false"],
+                ["-Xptxas", "--def-load-cache=cg"]):
+        after = slice_keys(ptx, cache, *opt)
+        assert all(after[k] != base[k] for k in base), opt
+    # a different compiler: a wrapper that reports another version
+    fake = tmp_path / "ptxas"
+    fake.write_text("#!/bin/sh\n"
+                    "if [ \"$1\" = --version ]; then echo 'ptxas: a different release'; exit 0; fi\n"
+                    f"exec {PTXAS} \"$@\"\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    after = slice_keys(ptx, cache, "--ptxas", str(fake))
+    assert all(after[k] != base[k] for k in base)
+
+
+def test_whitespace_and_comments_do_not_change_keys(tmp_path, cache):
+    ptx = module(tmp_path, "base", ORDER)
+    base = slice_keys(ptx, cache)
+    text = open(ptx).read()
+    noisy = tmp_path / "noisy.ptx"
+    noisy.write_text("// leading comment\n" + text.replace("\t", "    ")
+                     .replace(";\n", "; /* trailing */\n"))
+    assert slice_keys(str(noisy), cache) == base
+
+
+def test_unit_keys_follow_slice_keys(tmp_path, cache):
+    """An edit changes the unit key of the edited kernel's unit only."""
+    base = explain(module(tmp_path, "base", ORDER), cache)
+    edited = dict(KERNELS)
+    edited["k_delta"] = KERNELS["k_delta"].replace("> 3", "> 4")
+    after = explain(module(tmp_path, "edit", ORDER, kernels=edited), cache)
+    units_before = {e["name"]: e["unit_key"] for e in base["entries"]}
+    units_after = {e["name"]: e["unit_key"] for e in after["entries"]}
+    changed_units = {units_after[k] for k in units_after if units_after[k] != units_before[k]}
+    assert changed_units == {units_after["k_delta"]}

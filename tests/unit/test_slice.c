@@ -1,0 +1,232 @@
+/* Tests of the slicer: what a unit and the module-data object contain, that
+ * unit texts do not depend on where other things sit in the module, that
+ * line maps lead back to the input, and when a module must stay whole. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "ptx/module.h"
+#include "ptx/slice.h"
+
+#define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+static const char *helper_fn =
+    ".func (.param .b32 r) helper (.param .b32 x)\n"
+    "{\n .reg .b32 %r<3>;\n ld.param.u32 %r1, [x];\n ld.global.u32 %r2, [counter];\n"
+    " add.s32 %r1, %r1, %r2;\n st.param.b32 [r], %r1;\n ret;\n}\n";
+
+/* An entry calling helper, with nvcc-style position-numbered labels. */
+static void entry_text(char *out, size_t n, const char *name, int index, int calls_helper)
+{
+    snprintf(out, n,
+             ".visible .entry %s (.param .u64 p)\n{\n"
+             " .local .align 8 .b8 __local_depot%d[8];\n"
+             " .reg .b32 %%r<4>;\n .reg .pred %%p<2>;\n"
+             " setp.eq.u32 %%p1, %%r1, 0;\n"
+             " @%%p1 bra $L__BB%d_2;\n"
+             "%s"
+             "$L__BB%d_2:\n ret;\n}\n",
+             name, index, index,
+             calls_helper ? " {\n .param .b32 a;\n .param .b32 b;\n call.uni (b), helper, (a);\n }\n"
+                          : " mov.u32 %r2, 7;\n",
+             index);
+}
+
+typedef struct mod {
+    char src[8192];
+    tc_ptx_module m;
+    tc_slicer *s;
+} mod;
+
+static int build(mod *x, const char *src)
+{
+    snprintf(x->src, sizeof x->src, "%s", src);
+    tc_ptx_error err;
+    if (tc_ptx_parse(x->src, strlen(x->src), &x->m, &err) != 0) {
+        fprintf(stderr, "parse error line %u: %s\n", err.line, err.message);
+        return -1;
+    }
+    char why[256];
+    int rc = tc_slicer_create(&x->m, &x->s, why, sizeof why);
+    if (rc == 1)
+        fprintf(stderr, "whole: %s\n", why);
+    return rc;
+}
+
+static void drop(mod *x)
+{
+    tc_slicer_free(x->s);
+    tc_ptx_module_free(&x->m);
+}
+
+/* Text of the single-entry unit for the entry named `name`. */
+static char *unit_for(mod *x, const char *name)
+{
+    for (size_t i = 0; i < tc_slicer_entry_count(x->s); i++) {
+        const tc_ptx_stmt *st = tc_slicer_entry(x->s, i);
+        const tc_ptx_sym *y = &x->m.syms[st->sym];
+        if (y->len == strlen(name) && !memcmp(y->name, name, y->len)) {
+            tc_text t;
+            memset(&t, 0, sizeof t);
+            uint32_t idx = (uint32_t)i;
+            if (tc_slicer_emit_unit(x->s, &idx, 1, &t) != 0)
+                return NULL;
+            char *s = tc_sb_take(&t.text, NULL);
+            tc_text_free(&t);
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void test_contents(void)
+{
+    char k1[1024], k2[1024], src[8192];
+    entry_text(k1, sizeof k1, "k1", 0, 1);
+    entry_text(k2, sizeof k2, "k2", 1, 0);
+    snprintf(src, sizeof src,
+             HDR ".global .align 4 .u32 counter = 5;\n"
+                 ".func (.param .b32 r) taken (.param .b32 x) { ret; }\n"
+                 ".global .align 8 .u64 fptr = taken;\n"
+                 ".shared .align 4 .b8 scratch[64];\n%s%s%s"
+                 ".visible .entry k3 () { .reg .b32 %%r<2>; mov.u32 %%r1, scratch; ret; }\n",
+             helper_fn, k1, k2);
+    mod x;
+    CHECK(build(&x, src) == 0);
+    CHECK(tc_slicer_entry_count(x.s) == 3);
+    CHECK(tc_slicer_has_module_data(x.s));
+
+    char *u1 = unit_for(&x, "k1");
+    CHECK_CONTAINS(u1, ".extern .global .align 4 .u32 counter;");
+    CHECK_CONTAINS(u1, "\n.func (.param .b32 r) helper"); /* internal copy */
+    CHECK(strstr(u1, "= 5") == NULL);                     /* initializer stays in module data */
+    CHECK_CONTAINS(u1, "$__tcL1:");                       /* labels renamed in order */
+    CHECK_CONTAINS(u1, ".local .align 8 .b8 $__tcL0[8]");
+    CHECK(strstr(u1, "$L__BB0_2") == NULL);
+    CHECK(strstr(u1, "taken") == NULL);                   /* k1 does not use it */
+    free(u1);
+
+    char *u3 = unit_for(&x, "k3");
+    CHECK_CONTAINS(u3, "\n.shared .align 4 .b8 scratch[64];"); /* per-block: copied */
+    free(u3);
+
+    tc_text md;
+    memset(&md, 0, sizeof md);
+    CHECK(tc_slicer_emit_module_data(x.s, &md) == 0);
+    CHECK_CONTAINS(md.text.data, ".visible .global .align 4 .u32 counter = 5;");
+    CHECK_CONTAINS(md.text.data, ".visible .func (.param .b32 r) taken");
+    CHECK_CONTAINS(md.text.data, ".visible .global .align 8 .u64 fptr = taken;");
+    CHECK(strstr(md.text.data, "scratch") == NULL);
+    CHECK(strstr(md.text.data, ".entry") == NULL);
+    tc_text_free(&md);
+    drop(&x);
+}
+
+static void test_position_independence(void)
+{
+    char a1[1024], a2[1024], b0[1024], b1[1024], b2[1024], src_a[8192], src_b[8192];
+    /* module A: k1, k2 */
+    entry_text(a1, sizeof a1, "k1", 0, 1);
+    entry_text(a2, sizeof a2, "k2", 1, 1);
+    snprintf(src_a, sizeof src_a, HDR ".global .u32 counter;\n%s%s%s", helper_fn, a1, a2);
+    /* module B: a new entry first, k2 before k1, so nvcc-style numbering of
+     * every label and depot differs */
+    entry_text(b0, sizeof b0, "k0", 0, 0);
+    entry_text(b2, sizeof b2, "k2", 1, 1);
+    entry_text(b1, sizeof b1, "k1", 2, 1);
+    snprintf(src_b, sizeof src_b,
+             HDR "// another comment\n.global .u32 other;\n.global .u32 counter;\n%s%s%s%s",
+             b0, helper_fn, b2, b1);
+    mod a, b;
+    CHECK(build(&a, src_a) == 0);
+    CHECK(build(&b, src_b) == 0);
+    char *ua = unit_for(&a, "k1"), *ub = unit_for(&b, "k1");
+    CHECK(ua && ub && strcmp(ua, ub) == 0);
+    free(ua);
+    free(ub);
+    drop(&a);
+    drop(&b);
+}
+
+static void test_shared_function_edit(void)
+{
+    char k1[1024], k2[1024], k3[1024], src[8192], src2[8192];
+    entry_text(k1, sizeof k1, "k1", 0, 1);
+    entry_text(k2, sizeof k2, "k2", 1, 1);
+    entry_text(k3, sizeof k3, "k3", 2, 0);
+    snprintf(src, sizeof src, HDR ".global .u32 counter;\n%s%s%s%s", helper_fn, k1, k2, k3);
+    snprintf(src2, sizeof src2, "%s", src);
+    char *add = strstr(src2, "add.s32 %r1, %r1, %r2;");
+    memcpy(add, "sub", 3); /* edit the shared helper */
+    mod a, b;
+    CHECK(build(&a, src) == 0);
+    CHECK(build(&b, src2) == 0);
+    const char *names[] = {"k1", "k2", "k3"};
+    int expect_changed[] = {1, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        char *ua = unit_for(&a, names[i]), *ub = unit_for(&b, names[i]);
+        CHECK(ua && ub && (strcmp(ua, ub) != 0) == expect_changed[i]);
+        free(ua);
+        free(ub);
+    }
+    drop(&a);
+    drop(&b);
+}
+
+static void test_line_map(void)
+{
+    char k1[1024], src[8192];
+    entry_text(k1, sizeof k1, "k1", 0, 1);
+    snprintf(src, sizeof src, HDR ".global .u32 counter;\n%s\n\n%s", helper_fn, k1);
+    mod x;
+    CHECK(build(&x, src) == 0);
+    tc_text t;
+    memset(&t, 0, sizeof t);
+    uint32_t idx = 0;
+    CHECK(tc_slicer_emit_unit(x.s, &idx, 1, &t) == 0);
+    /* find the unit line holding "bra" and the input line holding it */
+    uint32_t out_line = 1, in_line = 1;
+    for (const char *p = t.text.data; *p && !(p[0] == 'b' && !strncmp(p, "bra", 3)); p++)
+        out_line += *p == '\n';
+    for (const char *p = src; *p && !(p[0] == 'b' && !strncmp(p, "bra", 3)); p++)
+        in_line += *p == '\n';
+    CHECK(tc_text_map_line(&t, out_line) == in_line);
+    CHECK(tc_text_map_line(&t, 1) == 1); /* .version */
+    tc_text_free(&t);
+    drop(&x);
+}
+
+static void expect_whole(const char *src, const char *why_part)
+{
+    mod x;
+    memset(&x, 0, sizeof x);
+    snprintf(x.src, sizeof x.src, "%s", src);
+    tc_ptx_error err;
+    CHECK(tc_ptx_parse(x.src, strlen(x.src), &x.m, &err) == 0);
+    char why[256] = "";
+    CHECK(tc_slicer_create(&x.m, &x.s, why, sizeof why) == 1);
+    CHECK_CONTAINS(why, why_part);
+    drop(&x);
+}
+
+static void test_whole(void)
+{
+    expect_whole(HDR ".visible .entry child () { ret; }\n"
+                     ".visible .entry parent () { .reg .b64 %rd<2>; mov.u64 %rd1, child; ret; }\n",
+                 "kernel 'child' is referenced at line 5");
+    expect_whole(HDR ".shared .align 4 .b8 sm[16];\n"
+                     ".func f () { .reg .b32 %r<2>; mov.u32 %r1, sm; ret; }\n"
+                     ".global .u64 fp = f;\n"
+                     ".visible .entry k () { ret; }\n",
+                 "'sm' is used by a function whose address is taken");
+    expect_whole(HDR ".func f () { ret; }\n", "no kernels");
+}
+
+int main(void)
+{
+    test_contents();
+    test_position_independence();
+    test_shared_function_edit();
+    test_line_map();
+    test_whole();
+    return check_report("test_slice");
+}
