@@ -206,29 +206,34 @@ void tc_build_count_put(tc_build_ctx *b, long long written)
 
 typedef struct res_ctx {
     tc_entry_info *entries;
-    size_t n;
+    tc_map names;  /* entry name -> index */
 } res_ctx;
 
 static void take_resources(void *ctx, const char *name, size_t nlen, const tc_ptxas_res *res)
 {
     res_ctx *c = ctx;
-    for (size_t i = 0; i < c->n; i++) {
-        tc_entry_info *e = &c->entries[i];
-        if (strlen(e->name) == nlen && !memcmp(e->name, name, nlen)) {
-            e->registers = res->registers;
-            e->shared_bytes = res->shared_bytes;
-            e->stack_bytes = res->stack_bytes;
-            e->spill_store_bytes = res->spill_store_bytes;
-            e->spill_load_bytes = res->spill_load_bytes;
-            return;
-        }
-    }
+    uint32_t *i = tc_map_get(&c->names, name, nlen);
+    if (!i)
+        return; /* a helper function, not a kernel */
+    tc_entry_info *e = &c->entries[*i];
+    e->registers = res->registers;
+    e->shared_bytes = res->shared_bytes;
+    e->stack_bytes = res->stack_bytes;
+    e->spill_store_bytes = res->spill_store_bytes;
+    e->spill_load_bytes = res->spill_load_bytes;
 }
 
-void tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len)
+int tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len)
 {
-    res_ctx c = {entries, n};
+    res_ctx c = {entries, {0}};
+    for (size_t i = 0; i < n; i++)
+        if (tc_map_put(&c.names, entries[i].name, strlen(entries[i].name), (uint32_t)i) < 0) {
+            tc_map_free(&c.names);
+            return -1;
+        }
     tc_ptxas_parse_resources(log, len, take_resources, &c);
+    tc_map_free(&c.names);
+    return 0;
 }
 
 static int cmp_entry_name(const void *a, const void *b)
@@ -308,10 +313,10 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
             if (!errors)
                 tc_build_fail(b, TC_ERR_COMPILE, "ptxas failed (exit code %d)", job.exit_code);
         } else {
-            tc_build_resources_from_log(r->entries, r->nentries, job.log.data ? job.log.data : "",
-                                        job.log.len);
             r->image = tc_sb_take(&job.output, &r->image_len);
-            if (!r->image)
+            if (!r->image || tc_build_resources_from_log(r->entries, r->nentries,
+                                                         job.log.data ? job.log.data : "",
+                                                         job.log.len) != 0)
                 st = TC_ERR_NOMEM;
         }
     }

@@ -61,7 +61,9 @@ tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings);
 void tc_build_count_put(tc_build_ctx *b, long long written);
-void tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len);
+/* Fills the entries' resource reports from a ptxas -v log. 0 or -1 (out of
+ * memory). */
+int tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len);
 double tc_build_now(void);
 
 #endif

@@ -326,9 +326,10 @@ static tc_status fill_entries(tc_build_ctx *b)
                 }
             }
         }
-        if (!u->hit && u->log.len)
+        if (!u->hit && u->log.len &&
             tc_build_resources_from_log(&r->entries[u->first], u->count, u->log.data,
-                                        u->log.len);
+                                        u->log.len) != 0)
+            return TC_ERR_NOMEM;
     }
     return TC_OK;
 }

@@ -22,6 +22,7 @@ typedef struct parser {
     uint32_t *mark;  /* per symbol: statement index + 1 that last referenced it */
     uint32_t *pos;   /* per symbol: index of that reference in m->refs */
     size_t mark_cap;
+    int seen_function;
 } parser;
 
 #define GROW(arr, n, cap)                                                       \
@@ -356,12 +357,9 @@ static void parse_pragma(parser *p, tc_tok first)
     tc_ptx_stmt *st = new_stmt(p, TC_STMT_PRAGMA, &first);
     if (!st)
         return;
-    for (size_t i = 0; i + 1 < p->m->nstmts; i++)
-        if (p->m->stmts[i].kind == TC_STMT_FUNC) {
-            whole(p->m, "module-scope .pragma at line %u follows function code and "
-                        "applies to what comes after it", first.line);
-            break;
-        }
+    if (p->seen_function)
+        whole(p->m, "module-scope .pragma at line %u follows function code and applies to "
+                    "what comes after it", first.line);
     advance(p);
     tc_tok semi = skip_to_semicolon(p, first, ".pragma");
     end_stmt(p, st, &semi);
@@ -790,6 +788,7 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
     tc_ptx_stmt *st = new_stmt(p, TC_STMT_FUNC, &first);
     if (!st)
         return;
+    p->seen_function = 1;
     size_t si = p->m->nstmts - 1;
     st->linkage = (uint8_t)linkage;
     st->is_entry = tc_tok_is(&p->tok, ".entry");

@@ -111,6 +111,7 @@ struct tc_slicer {
     int rename;          /* canonical renaming of local labels */
     int has_md;
     u32vec md_funcs;     /* module-data functions, name order */
+    u32vec header_stmts; /* .pragma and .file statements, in order */
     /* Canonical text of each function as units hold it (entries as they
      * are, other functions with internal linkage), made on first use:
      * helpers appear in many units but are canonicalized once. */
@@ -416,6 +417,10 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
         if (y->kind == TC_SYM_FUNC && y->is_entry && y->def >= 0)
             s->entries[s->nentries++] = (uint32_t)y->def;
     }
+    for (size_t i = 0; i < m->nstmts; i++)
+        if ((m->stmts[i].kind == TC_STMT_PRAGMA || m->stmts[i].kind == TC_STMT_FILE) &&
+            vpush(&s->header_stmts, (uint32_t)i))
+            goto done;
     rc = classify(s, whybuf, whylen);
     if (rc)
         goto done;
@@ -484,6 +489,7 @@ void tc_slicer_free(tc_slicer *s)
     free(s->memo_len);
     free(s->anon);
     vfree(&s->md_funcs);
+    vfree(&s->header_stmts);
     free(s);
 }
 
@@ -726,10 +732,9 @@ static int emit_header(const tc_slicer *s, tc_text *out, int uses_loc)
         return -1;
     if (m->addrsize_stmt >= 0 && emit_stmt(s, out, &m->stmts[m->addrsize_stmt], LINK_KEEP, 0))
         return -1;
-    for (size_t i = 0; i < m->nstmts; i++) {
-        const tc_ptx_stmt *st = &m->stmts[i];
-        if ((st->kind == TC_STMT_PRAGMA || (uses_loc && st->kind == TC_STMT_FILE)) &&
-            emit_stmt(s, out, st, LINK_KEEP, 0))
+    for (size_t i = 0; i < s->header_stmts.n; i++) {
+        const tc_ptx_stmt *st = &m->stmts[s->header_stmts.v[i]];
+        if ((st->kind == TC_STMT_PRAGMA || uses_loc) && emit_stmt(s, out, st, LINK_KEEP, 0))
             return -1;
     }
     return 0;

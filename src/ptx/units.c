@@ -21,10 +21,11 @@ size_t tc_plan_units(const uint32_t *cost, const uint64_t *name_hash, size_t n,
     for (size_t i = 0; i < n; i++) {
         uint64_t c = round_pow2(cost[i] ? cost[i] : 1);
         int big = c >= target;
-        /* A big entry is a unit of its own; a unit never grows past four
-         * targets (boundaries after such a forced cut resynchronize at the
-         * next content-defined one). */
-        if (cut || big || acc + c > 4ull * target) {
+        /* A big entry is a unit of its own; a unit never grows past twice
+         * the target, which bounds what an edit recompiles (boundaries
+         * after such a forced cut resynchronize at the next content-defined
+         * one). */
+        if (cut || big || acc + c > 2ull * target) {
             first[units++] = (uint32_t)i;
             acc = 0;
         }

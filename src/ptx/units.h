@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* Default target compile cost of a unit, in PTX statements. */
-#define TC_UNIT_COST_DEFAULT 600u
+#define TC_UNIT_COST_DEFAULT 1000u
 
 /* cost[i], name_hash[i] for n entries in name order. Writes the index of
  * each unit's first entry to first[] (capacity n) and returns the number of

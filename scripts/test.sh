@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# test.sh: sets up a fresh machine (scripts/setup.sh) and runs every test:
+#
+#   1. gcc release build: C unit tests (ctest) and end-to-end tests (pytest)
+#   2. clang build with AddressSanitizer + UndefinedBehaviorSanitizer: the
+#      same tests again (-Werror under both compilers)
+#
+# GPU tests need a GPU and run through scripts/gpu-check.sh; here they are
+# reported as skipped. Options: --quick (skip the sanitizer pass).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+scripts/setup.sh
+jobs=$(nproc)
+
+echo "== gcc build: unit tests"
+ctest --test-dir build --output-on-failure -j"$jobs"
+echo "== gcc build: end-to-end tests"
+corpus=$(mktemp -d /tmp/taskcache-corpus.XXXXXX)
+trap 'rm -rf "$corpus"' EXIT
+bash tests/corpus/build_corpus.sh "$corpus" >/dev/null
+export TASKCACHE_CORPUS="$corpus"
+TASKCACHE_BIN=build/taskcache python3 -m pytest -q tests/e2e
+
+if [ "$quick" = 0 ]; then
+    echo "== clang + ASan/UBSan build"
+    CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTASKCACHE_SANITIZE=ON >/dev/null
+    cmake --build build-asan -j"$jobs" >/dev/null
+    ctest --test-dir build-asan --output-on-failure -j"$jobs"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        TASKCACHE_BIN=build-asan/taskcache python3 -m pytest -q tests/e2e
+fi
+
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    echo "== a GPU is present: run scripts/gpu-check.sh for the GPU tests"
+else
+    echo "== GPU tests: SKIPPED (no GPU here; they run through scripts/gpu-check.sh on a GPU machine)"
+fi
+echo "== all tests passed"
