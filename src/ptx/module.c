@@ -1008,7 +1008,11 @@ int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *er
     parse_module(&p);
     free(p.mark);
     free(p.pos);
-    return p.failed ? -1 : 0;
+    if (p.failed) {
+        tc_ptx_module_free(m); /* callers free only what parsed */
+        return -1;
+    }
+    return 0;
 }
 
 void tc_ptx_module_free(tc_ptx_module *m)

@@ -130,8 +130,9 @@ typedef struct tc_ptx_error {
     char message[256];
 } tc_ptx_error;
 
-/* Parses src[0..len). Returns 0 on success, -1 on a syntax error at module
- * level (err filled) or out of memory (err->line 0). */
+/* Parses src[0..len). Returns 0 on success (free the model with
+ * tc_ptx_module_free), or -1 on a syntax error at module level (err filled)
+ * or out of memory (err->line 0); nothing is left to free then. */
 int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err);
 void tc_ptx_module_free(tc_ptx_module *m);
 
