@@ -73,7 +73,9 @@ typedef enum tc_status {
     TC_ERR_LINK = 4,       /* the objects could not be linked */
     TC_ERR_TOOLCHAIN = 5,  /* ptxas/nvlink missing or unusable */
     TC_ERR_IO = 6,         /* reading an input or writing an output failed */
-    TC_ERR_NOMEM = 7
+    TC_ERR_NOMEM = 7,
+    TC_ERR_DRIVER = 8,     /* no usable CUDA driver or device, or a driver call failed */
+    TC_ERR_NOT_FOUND = 9   /* no kernel or global of that name */
 } tc_status;
 
 /* Short name of a status ("TC_ERR_PARSE"); never NULL. */
@@ -170,6 +172,22 @@ typedef enum tc_tier {
  * With a tier off it is neither read nor written. */
 TC_API tc_status tc_options_set_tier(tc_options *opts, tc_tier tier, int enabled);
 
+typedef enum tc_compiler {
+    TC_COMPILER_AUTO = 0,      /* in-process when built with it, else ptxas */
+    TC_COMPILER_PTXAS = 1,     /* one ptxas process per unit */
+    TC_COMPILER_INPROCESS = 2  /* nvPTXCompiler on worker threads */
+} tc_compiler;
+
+/* Chooses the compile backend. Default: $TASKCACHE_COMPILER ("ptxas" or
+ * "inprocess") if set, else TC_COMPILER_AUTO. Asking for the in-process
+ * compiler in a build of taskcache made without it fails at build time
+ * with TC_ERR_TOOLCHAIN. The backends have different identities, so their
+ * records coexist in one cache and never stand in for each other. */
+TC_API tc_status tc_options_set_compiler(tc_options *opts, tc_compiler compiler);
+
+/* 1 when this build of the library has the in-process compiler. */
+TC_API int tc_have_inprocess_compiler(void);
+
 /* Turns splitting off: the module is compiled whole (debugging aid). */
 TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 
@@ -229,6 +247,7 @@ typedef struct tc_report {
     double seconds;          /* wall time of the whole call */
     double seconds_compile;  /* wall time spent compiling */
     double seconds_link;
+    int in_process;          /* compiled with the in-process compiler */
 } tc_report;
 
 TC_API void tc_result_report(const tc_result *r, tc_report *out);
@@ -267,6 +286,68 @@ TC_API size_t tc_result_entry_count(const tc_result *r);
 /* Fills *out for kernel i (pointers stay valid while r lives).
  * @return TC_OK, or TC_ERR_INVALID when i is out of range. */
 TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *out);
+
+/* ---- loading and launching (CUDA driver API) ------------------------------- */
+
+/* The CUDA driver is opened with dlopen("libcuda.so.1") the first time one
+ * of these functions needs it, so nothing in taskcache needs a GPU to build
+ * or to run anything else. Without a driver or device they return
+ * TC_ERR_DRIVER with the reason; they never crash or exit. */
+
+typedef struct tc_module tc_module;
+
+/* Loads the image of a successful build into the calling thread's current
+ * CUDA context. When no context is current, the primary context of device
+ * 0 is retained and made current (and released by tc_module_unload). The
+ * kernels' metadata is copied from the result, which may be freed after.
+ * Thread-safe; the module may be used from any thread whose current
+ * context is the one it was loaded into. */
+TC_API tc_status tc_module_load(const tc_result *r, tc_module **out, tc_error *err);
+
+/* Loads any cubin, fatbin or PTX image (no taskcache metadata: kernels
+ * then report only what the driver knows). */
+TC_API tc_status tc_module_load_image(const void *image, size_t size, tc_module **out,
+                                      tc_error *err);
+
+/* Unloads the module. NULL is allowed. */
+TC_API void tc_module_unload(tc_module *m);
+
+typedef struct tc_kernel {
+    void *function;                /* the CUfunction */
+    const tc_entry_info *entry;    /* build metadata, or NULL (tc_module_load_image) */
+    /* what the driver reports (cuFuncGetAttribute) */
+    int max_threads_per_block;
+    int registers;
+    int shared_bytes;              /* static shared memory */
+    int local_bytes;               /* local memory per thread */
+    int const_bytes;
+} tc_kernel;
+
+/* Looks a kernel up by name. TC_ERR_NOT_FOUND when there is none. The
+ * pointers in *out stay valid until the module is unloaded. */
+TC_API tc_status tc_module_kernel(tc_module *m, const char *name, tc_kernel *out, tc_error *err);
+
+/* Device address and size of a global variable (a __device__ or
+ * __constant__ variable) by name. */
+TC_API tc_status tc_module_global(tc_module *m, const char *name, uint64_t *dptr, size_t *bytes,
+                                  tc_error *err);
+
+typedef struct tc_launch {
+    unsigned grid[3];              /* blocks; 0 is taken as 1 */
+    unsigned block[3];             /* threads per block; 0 is taken as 1 */
+    unsigned shared_bytes;         /* dynamic shared memory */
+    void *stream;                  /* CUstream, NULL for the default stream */
+    int cooperative;               /* launch with cuLaunchCooperativeKernel */
+} tc_launch;
+
+/* Launches a kernel. Give the arguments either as `args` (one pointer to
+ * each argument's value, as cuLaunchKernel takes them) or as one packed
+ * parameter buffer laid out as the kernel's metadata says (params/
+ * param_size; taskcache checks the size against the layout when it has
+ * one). The launch is asynchronous, as in CUDA. */
+TC_API tc_status tc_module_launch(tc_module *m, const char *name, const tc_launch *cfg,
+                                  void **args, const void *params, size_t param_size,
+                                  tc_error *err);
 
 #ifdef __cplusplus
 }

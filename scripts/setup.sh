@@ -7,7 +7,9 @@
 # Debian packages: cmake, gcc, clang, pkg-config, libssl-dev (libcrypto for
 # SHA-256), libzstd-dev. Python: pytest (from PyPI) for the end-to-end
 # tests. The CUDA toolkit (ptxas, nvlink, libnvJitLink) is found, not
-# installed: /usr/local/cuda, $CUDA_HOME, or PATH.
+# installed: $CUDA_HOME or /usr/local/cuda, or PATH. When the toolkit lacks
+# libnvptxcompiler_static, the matching nvidia-nvptxcompiler wheel is
+# fetched from PyPI into .deps/ (TASKCACHE_NO_INPROCESS=1 skips that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,10 +34,34 @@ if ! python3 -c "import pytest" 2>/dev/null; then
         python3 -m pip install --quiet --disable-pip-version-check --break-system-packages pytest
 fi
 
-if ! command -v ptxas >/dev/null && [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" ]; then
+cuda=${CUDA_HOME:-/usr/local/cuda}
+ptxas=$cuda/bin/ptxas
+[ -x "$ptxas" ] || ptxas=$(command -v ptxas || true)
+nvptx_root=""
+if [ -z "$ptxas" ]; then
     echo "setup: warning: the CUDA toolkit (ptxas) was not found; set CUDA_HOME" >&2
+elif [ ! -f "$cuda/lib64/libnvptxcompiler_static.a" ] && [ "${TASKCACHE_NO_INPROCESS:-0}" != 1 ]; then
+    # The in-process compiler of the same release as ptxas, from NVIDIA's
+    # nvidia-nvptxcompiler wheel on PyPI (full toolkits ship it; this one
+    # does not). Without it taskcache compiles with ptxas processes.
+    ver=$("$ptxas" --version | sed -n 's/.*, V\([0-9][0-9.]*\)$/\1/p')
+    dir=.deps/nvptxcompiler-$ver
+    if [ -n "$ver" ] && [ ! -d "$dir" ]; then
+        echo "setup: fetching nvidia-nvptxcompiler==$ver (in-process compiler)"
+        mkdir -p .deps/wheels
+        if python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+                --only-binary=:all: -d .deps/wheels "nvidia-nvptxcompiler==$ver" 2>/dev/null; then
+            python3 -m zipfile -e .deps/wheels/nvidia_nvptxcompiler-"$ver"-*.whl "$dir"
+        else
+            echo "setup: note: nvidia-nvptxcompiler==$ver unavailable; using ptxas processes"
+        fi
+    fi
+    for d in "$dir"/nvidia/cu*; do
+        [ -f "$d/lib/libnvptxcompiler_static.a" ] && nvptx_root=$PWD/$d
+    done
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    ${nvptx_root:+-DTASKCACHE_NVPTXCOMPILER_ROOT="$nvptx_root"} >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 echo "setup: built build/taskcache ($(build/taskcache version))"

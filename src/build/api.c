@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../compile/nvptx.h"
 #include "../store/stats.h"
 #include "../util/fs.h"
 #include "internal.h"
@@ -33,14 +34,13 @@ const char *tc_status_name(tc_status s)
     case TC_ERR_TOOLCHAIN: return "TC_ERR_TOOLCHAIN";
     case TC_ERR_IO: return "TC_ERR_IO";
     case TC_ERR_NOMEM: return "TC_ERR_NOMEM";
+    case TC_ERR_DRIVER: return "TC_ERR_DRIVER";
+    case TC_ERR_NOT_FOUND: return "TC_ERR_NOT_FOUND";
     }
     return "TC_ERR_UNKNOWN";
 }
 
-static tc_status set_error(tc_error *err, tc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static tc_status set_error(tc_error *err, tc_status code, const char *fmt, ...)
+tc_status tc_set_error(tc_error *err, tc_status code, const char *fmt, ...)
 {
     if (err) {
         err->code = code;
@@ -52,7 +52,7 @@ static tc_status set_error(tc_error *err, tc_status code, const char *fmt, ...)
     return code;
 }
 
-static void clear_error(tc_error *err)
+void tc_clear_error(tc_error *err)
 {
     if (err) {
         err->code = TC_OK;
@@ -70,6 +70,11 @@ tc_options *tc_options_new(void)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     o->jobs = n > 0 ? (int)n : 1;
     o->module_tier = o->unit_tier = o->split = 1;
+    const char *c = getenv("TASKCACHE_COMPILER");
+    if (c && !strcmp(c, "ptxas"))
+        o->compiler = TC_COMPILER_PTXAS;
+    else if (c && !strcmp(c, "inprocess"))
+        o->compiler = TC_COMPILER_INPROCESS;
     return o;
 }
 
@@ -86,7 +91,7 @@ void tc_options_free(tc_options *o)
 
 tc_status tc_options_set_arch(tc_options *o, const char *arch, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     /* sm_<digits>[a|f]: also keeps the target safe as a directory name */
     size_t n = arch ? strlen(arch) : 0;
     int ok = n >= 4 && n < sizeof o->arch && !strncmp(arch, "sm_", 3);
@@ -96,7 +101,7 @@ tc_status tc_options_set_arch(tc_options *o, const char *arch, tc_error *err)
     if (ok && (i == 3 || (i < n && !(i + 1 == n && (arch[i] == 'a' || arch[i] == 'f')))))
         ok = 0;
     if (!ok)
-        return set_error(err, TC_ERR_INVALID,
+        return tc_set_error(err, TC_ERR_INVALID,
                          "invalid target '%s': expected sm_XX with an optional a or f suffix "
                          "(e.g. sm_90, sm_90a)", arch ? arch : "(null)");
     memcpy(o->arch, arch, n + 1);
@@ -114,22 +119,22 @@ static const char *const refused[] = {
 
 tc_status tc_options_add_compiler_option(tc_options *o, const char *opt, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     if (!opt || opt[0] != '-' || !opt[1])
-        return set_error(err, TC_ERR_INVALID, "compiler option '%s' does not start with '-'",
+        return tc_set_error(err, TC_ERR_INVALID, "compiler option '%s' does not start with '-'",
                          opt ? opt : "(null)");
     size_t name_len = strcspn(opt, "=");
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (strlen(refused[i]) == name_len && !strncmp(opt, refused[i], name_len))
-            return set_error(err, TC_ERR_INVALID,
+            return tc_set_error(err, TC_ERR_INVALID,
                              "compiler option '%s' is set by taskcache itself and cannot be "
                              "given", opt);
     char **p = realloc(o->copts, (o->ncopts + 1) * sizeof *p);
     if (!p)
-        return set_error(err, TC_ERR_NOMEM, "out of memory");
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
     o->copts = p;
     if (!(o->copts[o->ncopts] = strdup(opt)))
-        return set_error(err, TC_ERR_NOMEM, "out of memory");
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
     o->ncopts++;
     return TC_OK;
 }
@@ -163,6 +168,16 @@ tc_status tc_options_set_tier(tc_options *o, tc_tier tier, int enabled)
     return TC_OK;
 }
 
+tc_status tc_options_set_compiler(tc_options *o, tc_compiler c)
+{
+    if (c != TC_COMPILER_AUTO && c != TC_COMPILER_PTXAS && c != TC_COMPILER_INPROCESS)
+        return TC_ERR_INVALID;
+    o->compiler = c;
+    return TC_OK;
+}
+
+int tc_have_inprocess_compiler(void) { return tc_nvptx_available(); }
+
 tc_status tc_options_set_split(tc_options *o, int enabled)
 {
     o->split = !!enabled;
@@ -194,22 +209,22 @@ static char *default_dir(void)
 
 tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     *out = NULL;
     tc_cache *c = calloc(1, sizeof *c);
     if (!c)
-        return set_error(err, TC_ERR_NOMEM, "out of memory");
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
     c->dir = dir && *dir ? strdup(dir) : default_dir();
     if (!c->dir) {
         free(c);
-        return set_error(err, TC_ERR_INVALID,
+        return tc_set_error(err, TC_ERR_INVALID,
                          "no cache directory: set TASKCACHE_DIR or HOME, or pass one");
     }
     c->memo_dir = tc_path_join(c->dir, "toolchain");
     c->store = c->memo_dir ? tc_store_open(c->dir) : NULL;
     if (!c->store) {
         tc_cache_close(c);
-        return set_error(err, TC_ERR_NOMEM, "out of memory");
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
     }
     *out = c;
     return TC_OK;
@@ -231,7 +246,7 @@ const char *tc_cache_warning(const tc_cache *c) { return tc_store_warning(c->sto
 
 tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     tc_counters k;
     tc_stats_read(c->dir, &k);
     memset(out, 0, sizeof *out);
@@ -253,19 +268,19 @@ tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
 
 tc_status tc_cache_zero_stats(tc_cache *c, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     if (tc_stats_zero(c->dir) != 0)
-        return set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+        return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
     return TC_OK;
 }
 
 tc_status tc_cache_clear(tc_cache *c, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     if (tc_store_clear(c->store) != 0)
-        return set_error(err, TC_ERR_IO, "cannot remove every record under %s", c->dir);
+        return tc_set_error(err, TC_ERR_IO, "cannot remove every record under %s", c->dir);
     if (tc_stats_zero(c->dir) != 0 && !tc_store_warning(c->store))
-        return set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+        return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
     return TC_OK;
 }
 
@@ -307,13 +322,13 @@ const void *tc_result_image(const tc_result *r, size_t *size)
 
 tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *err)
 {
-    clear_error(err);
+    tc_clear_error(err);
     if (!r->image)
-        return set_error(err, TC_ERR_INVALID, "the build produced no image");
+        return tc_set_error(err, TC_ERR_INVALID, "the build produced no image");
     if (!path || !*path)
-        return set_error(err, TC_ERR_INVALID, "no output path");
+        return tc_set_error(err, TC_ERR_INVALID, "no output path");
     if (tc_write_atomic(path, r->image, r->image_len, 0644) != 0)
-        return set_error(err, TC_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return tc_set_error(err, TC_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return TC_OK;
 }
 

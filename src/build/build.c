@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../compile/nvptx.h"
 #include "../compile/ptxas.h"
 #include "../key/key.h"
 #include "../key/toolchain.h"
@@ -52,19 +53,35 @@ static tc_status prepare(tc_build_ctx *b)
     const tc_options *o = b->o;
     if (!o->arch[0])
         return tc_build_fail(b, TC_ERR_INVALID, "no target architecture: set one (e.g. --arch sm_90)");
-    if (tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", b->ptxas, sizeof b->ptxas) != 0)
+    b->in_process = o->compiler == TC_COMPILER_INPROCESS ||
+                    (o->compiler == TC_COMPILER_AUTO && tc_nvptx_available());
+    if (b->in_process && !tc_nvptx_available())
+        return tc_build_fail(b, TC_ERR_TOOLCHAIN,
+                             "this taskcache was built without the in-process compiler "
+                             "(libnvptxcompiler_static); use the ptxas backend");
+    int have_ptxas =
+        tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", b->ptxas, sizeof b->ptxas) == 0;
+    if (!have_ptxas)
+        b->ptxas[0] = '\0';
+    if (!have_ptxas && !b->in_process)
         return tc_build_fail(b, TC_ERR_TOOLCHAIN,
                     "cannot find ptxas%s%s: install the CUDA toolkit, or set CUDA_HOME or "
                     "TASKCACHE_PTXAS", o->ptxas ? " at " : "", o->ptxas ? o->ptxas : "");
     tc_sb err = TC_SB_INIT;
     const char *memo = b->cache ? b->cache->memo_dir : NULL;
-    if (tc_tool_identity(b->ptxas, memo, b->compiler_id, b->compiler_version,
-                         sizeof b->compiler_version, &err) != 0) {
+    if (b->in_process) {
+        tc_digest d;
+        const char *id = tc_nvptx_identity();
+        tc_digest_of(id, strlen(id), &d);
+        tc_digest_hex(&d, b->compiler_id);
+        snprintf(b->compiler_version, sizeof b->compiler_version, "%s", id);
+    } else if (tc_tool_identity(b->ptxas, memo, b->compiler_id, b->compiler_version,
+                                sizeof b->compiler_version, &err) != 0) {
         tc_status s = tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", err.data ? err.data : "ptxas unusable");
         tc_sb_free(&err);
         return s;
     }
-    if (tc_linker_find(b->ptxas, memo, &b->linker, &err) != 0) {
+    if (tc_linker_find(have_ptxas ? b->ptxas : NULL, memo, &b->linker, &err) != 0) {
         b->linker.kind = 0; /* only a split build needs one; said then */
         snprintf(b->linker.id, sizeof b->linker.id, "none");
         snprintf(b->linker_error, sizeof b->linker_error, "%s", err.data ? err.data : "");
@@ -279,6 +296,7 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
     if (!r->whole_reason || entries_from_module(b) != 0)
         return TC_ERR_NOMEM;
     r->report.split = 0;
+    r->report.in_process = b->in_process;
     r->report.entries = (uint32_t)r->nentries;
     if (b->explain) {
         r->report.module_hit = b->store && b->o->module_tier &&
@@ -287,45 +305,73 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
     }
     b->delta.v[TC_C_WHOLE_BUILDS]++;
     tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", b->name, reason);
-    char in[TC_PATH_MAX], out[TC_PATH_MAX], log[TC_PATH_MAX];
+    char in[TC_PATH_MAX];
     snprintf(in, sizeof in, "%s/whole.ptx", b->scratch);
-    snprintf(out, sizeof out, "%s/whole.cubin", b->scratch);
-    snprintf(log, sizeof log, "%s/whole.log", b->scratch);
-    if (tc_write_file(in, b->src, b->len) != 0)
+    if (!b->in_process && tc_write_file(in, b->src, b->len) != 0)
         return tc_build_fail(b, TC_ERR_IO, "cannot write %s: %s", in, strerror(errno));
-    tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
-                        .nopts = b->o->ncopts, .relocatable = 0, .ptx_path = in,
-                        .out_path = out, .log_path = log};
+    tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
+    int code = 0;
     double t = now();
-    int rc = tc_ptxas_run(&job);
+    int rc = tc_build_compile(b, 0, b->src, b->len, in, &output, &log, &code);
     r->report.seconds_compile = now() - t;
     b->delta.v[TC_C_COMPILES]++;
     tc_status st = TC_OK;
     tc_sb warnings = TC_SB_INIT;
     if (rc != 0) {
-        st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s", b->ptxas, strerror(errno));
+        st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s",
+                           b->in_process ? "the in-process compiler" : b->ptxas, strerror(errno));
     } else {
-        size_t errors = tc_ptxas_diagnostics(job.log.data ? job.log.data : "", job.log.len, NULL,
-                                             b->name, &warnings);
+        size_t errors = tc_ptxas_diagnostics(log.data ? log.data : "", log.len, NULL, b->name,
+                                             &warnings);
         tc_sb_append(&r->diag, warnings.data, warnings.len);
-        if (job.exit_code != 0) {
+        if (code != 0) {
             st = TC_ERR_COMPILE;
             if (!errors)
-                tc_build_fail(b, TC_ERR_COMPILE, "ptxas failed (exit code %d)", job.exit_code);
+                tc_build_fail(b, TC_ERR_COMPILE, "ptxas failed (exit code %d)", code);
         } else {
-            r->image = tc_sb_take(&job.output, &r->image_len);
+            r->image = tc_sb_take(&output, &r->image_len);
             if (!r->image || tc_build_resources_from_log(r->entries, r->nentries,
-                                                         job.log.data ? job.log.data : "",
-                                                         job.log.len) != 0)
+                                                         log.data ? log.data : "", log.len) != 0)
                 st = TC_ERR_NOMEM;
         }
     }
     if (st == TC_OK && b->store && b->o->module_tier)
         tc_build_store_module(b, &warnings);
     tc_sb_free(&warnings);
-    tc_sb_free(&job.output);
-    tc_sb_free(&job.log);
+    tc_sb_free(&output);
+    tc_sb_free(&log);
     return st;
+}
+
+int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t len,
+                     const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
+{
+    if (b->in_process)
+        return tc_nvptx_compile(b->o->arch, b->o->copts, b->o->ncopts, relocatable, text, len,
+                                output, log, exit_code) == 0
+                   ? 0
+                   : (errno = ENOMEM, -1);
+    size_t pl = strlen(ptx_path);
+    char *out = malloc(pl + 8), *logp = malloc(pl + 8);
+    int rc = -1;
+    if (out && logp) {
+        snprintf(out, pl + 8, "%.*s.out", (int)(pl - 4), ptx_path);
+        snprintf(logp, pl + 8, "%.*s.log", (int)(pl - 4), ptx_path);
+        tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
+                            .nopts = b->o->ncopts, .relocatable = relocatable,
+                            .ptx_path = ptx_path, .out_path = out, .log_path = logp};
+        rc = tc_ptxas_run(&job);
+        *exit_code = rc == 0 ? job.exit_code : -1;
+        tc_sb_append(output, job.output.data, job.output.len);
+        tc_sb_append(log, job.log.data, job.log.len);
+        tc_sb_free(&job.output);
+        tc_sb_free(&job.log);
+    } else {
+        errno = ENOMEM;
+    }
+    free(out);
+    free(logp);
+    return rc;
 }
 
 /* ---- driver ---------------------------------------------------------------------- */

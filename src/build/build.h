@@ -36,7 +36,8 @@ typedef struct tc_build_ctx {
     int explain;
     tc_result *r;
     tc_store *store;        /* NULL: no cache */
-    char ptxas[TC_PATH_MAX];
+    char ptxas[TC_PATH_MAX];   /* "" when not found (in-process builds) */
+    int in_process;            /* compile with nvPTXCompiler */
     char compiler_id[TC_DIGEST_HEX_LEN + 1];
     char compiler_version[160];
     tc_linker linker;
@@ -55,6 +56,11 @@ typedef struct tc_build_ctx {
 } tc_build_ctx;
 
 tc_status tc_build_split(tc_build_ctx *b);
+/* Compiles text (written at ptx_path for ptxas) with the chosen backend;
+ * fills output/log/exit code. Returns 0, or -1 (errno) when the compiler
+ * could not run. */
+int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t len,
+                     const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
 void tc_build_units_free(tc_build_ctx *b);
 void tc_build_ctx_free(tc_build_ctx *b);
 tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)

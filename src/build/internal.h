@@ -18,6 +18,7 @@ struct tc_options {
     char *ptxas;
     int module_tier, unit_tier, split;
     unsigned unit_cost;
+    tc_compiler compiler;
 };
 
 struct tc_cache {
@@ -48,6 +49,11 @@ void tc_entry_encode(const tc_entry_info *e, tc_sb *out);
 int tc_entry_decode(const void *p, size_t n, tc_entry_info *e);
 /* Sets a key string field (unit_key / slice_key) to hex, owning it. */
 int tc_entry_set_key(const char **field, const char *hex);
+
+/* error helpers: fill *err (which may be NULL) and return the code */
+tc_status tc_set_error(tc_error *err, tc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tc_clear_error(tc_error *err);
 
 /* result helpers */
 tc_result *tc_result_new(void);

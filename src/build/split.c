@@ -183,6 +183,8 @@ static tc_status key_units(tc_build_ctx *b)
             u->path = tc_path_join(b->scratch, name);
             if (!u->path)
                 return TC_ERR_NOMEM;
+            if (b->in_process)
+                continue; /* compiled from memory: keep the text */
             if (tc_write_file(u->path, u->map.text.data, u->map.text.len) != 0)
                 return tc_build_fail(b, TC_ERR_IO, "cannot write %s: %s", u->path,
                                      strerror(errno));
@@ -205,29 +207,12 @@ typedef struct pool {
 
 static void compile_unit(tc_build_ctx *b, tc_unit *u)
 {
-    size_t pl = strlen(u->path);
-    char *out = malloc(pl + 8), *log = malloc(pl + 8);
-    if (!out || !log) {
-        u->spawn_failed = ENOMEM;
-        free(out);
-        free(log);
-        return;
-    }
-    snprintf(out, pl + 8, "%.*s.o", (int)(pl - 4), u->path);
-    snprintf(log, pl + 8, "%.*s.log", (int)(pl - 4), u->path);
-    tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
-                        .nopts = b->o->ncopts, .relocatable = 1, .ptx_path = u->path,
-                        .out_path = out, .log_path = log};
-    if (tc_ptxas_run(&job) != 0) {
+    if (tc_build_compile(b, 1, u->map.text.data, u->map.text.len, u->path, &u->object, &u->log,
+                         &u->exit_code) != 0) {
         u->spawn_failed = errno ? errno : EIO;
         u->exit_code = -1;
-    } else {
-        u->exit_code = job.exit_code;
     }
-    u->object = job.output;
-    u->log = job.log;
-    free(out);
-    free(log);
+    tc_sb_free(&u->map.text); /* only the line map is needed from here on */
 }
 
 static void *worker(void *arg)
@@ -402,6 +387,7 @@ tc_status tc_build_split(tc_build_ctx *b)
     if (st != TC_OK)
         return st;
     r->report.split = 1;
+    r->report.in_process = b->in_process;
     r->report.units = (uint32_t)b->nunits;
     r->report.entries = (uint32_t)tc_slicer_entry_count(b->slicer);
     for (size_t i = 0; i < b->nunits; i++)
@@ -422,7 +408,8 @@ tc_status tc_build_split(tc_build_ctx *b)
     for (size_t i = 0; i < b->nunits; i++) {
         tc_unit *u = &b->units[i];
         if (u->spawn_failed) {
-            st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s", b->ptxas,
+            st = tc_build_fail(b, TC_ERR_TOOLCHAIN, "cannot run %s: %s",
+                               b->in_process ? "the in-process compiler" : b->ptxas,
                                strerror(u->spawn_failed));
             continue;
         }

@@ -52,6 +52,9 @@ static const char usage_build[] =
     "                              options with values as --opt=value)\n"
     "  --ptxas PATH                the ptxas to use (default: $TASKCACHE_PTXAS,\n"
     "                              $CUDA_HOME/bin, the toolkit found at build time, $PATH)\n"
+    "  --compiler ptxas|inprocess|auto\n"
+    "                              ptxas processes, or nvPTXCompiler on threads when this\n"
+    "                              build has it (default: $TASKCACHE_COMPILER, else auto)\n"
     "\n"
     "build options:\n"
     "  -o FILE                     output cubin (required for build)\n"
@@ -201,6 +204,15 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
                 return usage_error("%s needs an option", "-Xptxas");
             if ((rc = add_opt(a, v)))
                 return rc;
+        } else if ((v = value_of(argc, argv, &i, "--compiler", 0))) {
+            if (!strcmp(v, "ptxas"))
+                tc_options_set_compiler(a->opts, TC_COMPILER_PTXAS);
+            else if (!strcmp(v, "inprocess"))
+                tc_options_set_compiler(a->opts, TC_COMPILER_INPROCESS);
+            else if (!strcmp(v, "auto"))
+                tc_options_set_compiler(a->opts, TC_COMPILER_AUTO);
+            else
+                return usage_error("--compiler takes ptxas, inprocess or auto, not '%s'", v);
         } else if (!strcmp(s, "--no-cache")) {
             a->no_cache = 1;
         } else if (!strcmp(s, "--no-module-cache")) {
@@ -424,9 +436,10 @@ static int cmd_build(int argc, char **argv, int explain)
             else
                 fprintf(stderr,
                         "%s: %s: %u kernels in %u units: %u from cache, %u compiled "
-                        "(%s); compile %.3f s, link %.3f s, total %.3f s\n",
+                        "(%s, %s); compile %.3f s, link %.3f s, total %.3f s\n",
                         prog, name, rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
-                        rep.split ? "split" : "whole module", rep.seconds_compile,
+                        rep.split ? "split" : "whole module",
+                        rep.in_process ? "in-process" : "ptxas", rep.seconds_compile,
                         rep.seconds_link, rep.seconds);
         }
         goto done;
@@ -581,7 +594,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "clear"))
         return cmd_clear(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("taskcache %s\n", tc_version());
+        printf("taskcache %s (%s)\n", tc_version(),
+               tc_have_inprocess_compiler() ? "with the in-process compiler" : "ptxas backend");
         return EXIT_OK;
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {

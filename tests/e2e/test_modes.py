@@ -57,3 +57,39 @@ def test_ten_thousand_kernels(tmp_path):
     few = json.loads(tc("explain", small, "--arch", ARCH, "--no-cache", "--json").stdout)
     keys = {e["name"]: e["slice_key"] for e in info["entries"]}
     assert all(keys[e["name"]] == e["slice_key"] for e in few["entries"])
+
+
+def have_inprocess():
+    return "with the in-process compiler" in tc("version").stdout
+
+
+def test_both_compile_backends(tmp_path):
+    src = os.path.join(corpus_dir(), "printf_kernels.ptx")
+    if not have_inprocess():
+        p = build(src, tmp_path / "x.cubin", None, "--compiler", "inprocess", check=False)
+        assert p.returncode == 1 and "built without the in-process compiler" in p.stderr
+        return
+    cache = str(tmp_path / "cache")
+    a, b = tmp_path / "ptxas.cubin", tmp_path / "inproc.cubin"
+    build(src, a, cache, "--compiler", "ptxas")
+    s1 = stats(cache)
+    build(src, b, cache, "--compiler", "inprocess")
+    s2 = stats(cache)
+    # different compiler identities: nothing is shared between the two
+    assert s2["compiles"] - s1["compiles"] == s1["compiles"]
+    assert elfsyms.kernels(str(a)) == elfsyms.kernels(str(b))
+    assert elfsyms.globals_(str(a)) == elfsyms.globals_(str(b))
+    keys_a = json.loads(tc("explain", src, "--arch", ARCH, "--cache-dir", cache, "--json",
+                           "--compiler", "ptxas").stdout)
+    keys_b = json.loads(tc("explain", src, "--arch", ARCH, "--cache-dir", cache, "--json",
+                           "--compiler", "inprocess").stdout)
+    assert all(x["slice_key"] != y["slice_key"]
+               for x, y in zip(keys_a["entries"], keys_b["entries"]))
+    # both coexist in one cache: each is warm now
+    build(src, a, cache, "--compiler", "ptxas")
+    build(src, b, cache, "--compiler", "inprocess")
+    assert stats(cache)["module_hits"] == 2
+    # compile errors keep their input line numbers in-process too
+    bad = ROOT / "tests" / "corpus" / "bad" / "bad_instruction.ptx"
+    p = build(str(bad), tmp_path / "bad.cubin", None, "--compiler", "inprocess", check=False)
+    assert p.returncode == 1 and f"{bad}:17: error:" in p.stderr

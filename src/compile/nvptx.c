@@ -1,0 +1,105 @@
+/* nvptx: in-process compilation with nvPTXCompiler (see nvptx.h). */
+#include "nvptx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef TC_HAVE_NVPTXCOMPILER
+#include <nvPTXCompiler.h>
+
+#ifndef TC_NVPTXCOMPILER_SHA256
+#define TC_NVPTXCOMPILER_SHA256 "unknown"
+#endif
+
+int tc_nvptx_available(void) { return 1; }
+
+const char *tc_nvptx_identity(void)
+{
+    static char id[160];
+    if (!id[0]) { /* benign race: every thread writes the same text */
+        unsigned major = 0, minor = 0;
+        nvPTXCompilerGetVersion(&major, &minor);
+        snprintf(id, sizeof id, "nvPTXCompiler %u.%u %s", major, minor, TC_NVPTXCOMPILER_SHA256);
+    }
+    return id;
+}
+
+static void append_log(nvPTXCompilerHandle h, int errors, tc_sb *log)
+{
+    size_t n = 0;
+    nvPTXCompileResult rc = errors ? nvPTXCompilerGetErrorLogSize(h, &n)
+                                   : nvPTXCompilerGetInfoLogSize(h, &n);
+    if (rc != NVPTXCOMPILE_SUCCESS || n <= 1 || tc_sb_reserve(log, n) != 0)
+        return;
+    rc = errors ? nvPTXCompilerGetErrorLog(h, log->data + log->len)
+                : nvPTXCompilerGetInfoLog(h, log->data + log->len);
+    if (rc == NVPTXCOMPILE_SUCCESS) {
+        while (n && log->data[log->len + n - 1] == '\0')
+            n--;
+        log->len += n;
+        log->data[log->len] = '\0';
+        if (log->len && log->data[log->len - 1] != '\n')
+            tc_sb_putc(log, '\n');
+    }
+}
+
+int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relocatable,
+                     const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
+{
+    const char **argv = calloc(nopts + 4, sizeof *argv);
+    if (!argv)
+        return -1;
+    char gpu[64];
+    snprintf(gpu, sizeof gpu, "--gpu-name=%s", arch);
+    int argc = 0;
+    argv[argc++] = gpu;
+    if (relocatable)
+        argv[argc++] = "--compile-only";
+    argv[argc++] = "--verbose";
+    for (size_t i = 0; i < nopts; i++)
+        argv[argc++] = opts[i];
+    nvPTXCompilerHandle h = NULL;
+    nvPTXCompileResult rc = nvPTXCompilerCreate(&h, len, ptx);
+    if (rc == NVPTXCOMPILE_SUCCESS)
+        rc = nvPTXCompilerCompile(h, argc, argv);
+    free(argv);
+    if (h) {
+        append_log(h, 0, log);
+        append_log(h, 1, log);
+    }
+    size_t size = 0;
+    if (rc == NVPTXCOMPILE_SUCCESS)
+        rc = nvPTXCompilerGetCompiledProgramSize(h, &size);
+    if (rc == NVPTXCOMPILE_SUCCESS && tc_sb_reserve(output, size) == 0 &&
+        nvPTXCompilerGetCompiledProgram(h, output->data + output->len) == NVPTXCOMPILE_SUCCESS) {
+        output->len += size;
+        *exit_code = 0;
+    } else {
+        if (rc == NVPTXCOMPILE_SUCCESS)
+            rc = NVPTXCOMPILE_ERROR_OUT_OF_MEMORY;
+        if (rc != NVPTXCOMPILE_ERROR_COMPILATION_FAILURE)
+            tc_sb_printf(log, "ptxas fatal   : in-process compiler failed (nvPTXCompile error %d)\n",
+                         (int)rc);
+        *exit_code = 1;
+    }
+    if (h)
+        nvPTXCompilerDestroy(&h);
+    return 0;
+}
+
+#else /* built without nvPTXCompiler */
+
+int tc_nvptx_available(void) { return 0; }
+
+const char *tc_nvptx_identity(void) { return ""; }
+
+int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relocatable,
+                     const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
+{
+    (void)arch, (void)opts, (void)nopts, (void)relocatable, (void)ptx, (void)len;
+    (void)output, (void)log;
+    *exit_code = -1;
+    return -1;
+}
+
+#endif
