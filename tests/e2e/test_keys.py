@@ -120,8 +120,9 @@ def test_target_options_and_compiler_change_every_key(tmp_path, cache):
                     "if [ \"$1\" = --version ]; then echo 'ptxas: a different release'; exit 0; fi\n"
                     f"exec {PTXAS} \"$@\"\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    after = slice_keys(ptx, cache, "--ptxas", str(fake))
-    assert all(after[k] != base[k] for k in base)
+    with_ptxas = slice_keys(ptx, cache, "--compiler", "ptxas")
+    after = slice_keys(ptx, cache, "--compiler", "ptxas", "--ptxas", str(fake))
+    assert all(after[k] != with_ptxas[k] for k in with_ptxas)
 
 
 def test_whitespace_and_comments_do_not_change_keys(tmp_path, cache):
