@@ -121,8 +121,11 @@ typedef struct tc_stats {
     uint64_t records_written, bytes_written;
     uint64_t bad_records;       /* records that failed verification */
     uint64_t store_errors;      /* records that could not be written */
+    uint64_t task_hits, task_misses;   /* keyed tasks (tc_build_tasks) */
+    uint64_t codegen_calls;            /* host codegen callbacks run */
+    uint64_t group_hits, group_misses; /* group manifests (tc_lookup_group) */
     /* what is on disk now */
-    uint64_t module_records, unit_records;
+    uint64_t module_records, unit_records, task_records, group_records;
     uint64_t disk_bytes;
 } tc_stats;
 
@@ -248,6 +251,8 @@ typedef struct tc_report {
     double seconds_compile;  /* wall time spent compiling */
     double seconds_link;
     int in_process;          /* compiled with the in-process compiler */
+    uint32_t codegen_calls;  /* tasks: times the host's codegen ran */
+    int group_hit;           /* tasks: served from a group manifest */
 } tc_report;
 
 TC_API void tc_result_report(const tc_result *r, tc_report *out);
@@ -286,6 +291,88 @@ TC_API size_t tc_result_entry_count(const tc_result *r);
 /* Fills *out for kernel i (pointers stay valid while r lives).
  * @return TC_OK, or TC_ERR_INVALID when i is out of range. */
 TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *out);
+
+/* ---- embedding in a JIT compiler: keyed tasks -------------------------------- */
+
+/* A JIT's front end turns a program into tasks and its codegen emits PTX
+ * for each. taskcache can be asked *before* codegen: the host gives, per
+ * task, the bytes that determine its output (its IR, say); taskcache keys
+ * the task by them (plus target, options, compiler and the host's version
+ * string) and calls the host's codegen only for tasks it has not seen. A
+ * task record holds the relocatable object, the metadata of the task's
+ * kernels and an opaque host metadata blob (block sizes, which data the
+ * task touches, anything its launcher needs), so a cached task loads
+ * without any side effect of the codegen.
+ *
+ * Each task's PTX is one complete module (.version, .target, its kernels
+ * and the functions they call) compiled as one relocatable unit; all tasks
+ * are linked into one image, in the order given. A global shared between
+ * tasks is defined in one task and declared .extern in the others. */
+
+typedef struct tc_task {
+    const char *name;          /* for messages */
+    const void *key;           /* bytes that determine the task's PTX */
+    size_t key_size;
+} tc_task;
+
+typedef struct tc_codegen tc_codegen;
+
+/* Called on a miss, on a worker thread (one at a time when the host asks
+ * for serialized codegen): produce the PTX of tasks[index] and, optionally,
+ * its metadata, through the setters below. Both are copied. */
+typedef void (*tc_codegen_fn)(void *user, size_t index, const tc_task *task, tc_codegen *out);
+
+TC_API void tc_codegen_set_ptx(tc_codegen *out, const void *ptx, size_t size);
+TC_API void tc_codegen_set_metadata(tc_codegen *out, const void *data, size_t size);
+/* Reports that codegen failed: the build fails with this message. */
+TC_API void tc_codegen_fail(tc_codegen *out, const char *message);
+
+typedef struct tc_host {
+    const char *version;       /* the host's own version/ABI string: part of every key */
+    tc_codegen_fn codegen;
+    void *user;                /* passed to codegen */
+    int serialize_codegen;     /* 1: never run two codegen calls at once */
+    /* Optional group manifest: a key the host computed for the whole group
+     * of tasks before running its front end (a hash of the source, say).
+     * When given, a successful build stores group -> ordered task keys, and
+     * tc_lookup_group can return the whole result without the front end. */
+    const void *group_key;
+    size_t group_key_size;
+} tc_host;
+
+/* Builds a module from keyed tasks. Tasks found in the cache are not
+ * generated again; the rest are generated (host->codegen), compiled in
+ * parallel and stored. The result has one entry per kernel, in task order
+ * then name order, and one tc_task_info per task. A previously built
+ * module with the same ordered task keys is served from its record, after
+ * every task record it names has been found and verified; if any is
+ * missing, that task is generated and compiled again: never an error and
+ * never a partial module. Thread-safe. */
+TC_API tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const tc_host *host,
+                                const tc_task *tasks, size_t ntasks, tc_result **out);
+
+/* Looks up a group manifest stored by tc_build_tasks. On a hit (every task
+ * record it names present and verified) *out is the same result a build
+ * would give and no codegen runs; the host can skip its front end. A miss
+ * returns TC_ERR_NOT_FOUND with *out NULL: run the front end and
+ * tc_build_tasks with the same group key. */
+TC_API tc_status tc_lookup_group(tc_cache *cache, const tc_options *opts, const char *version,
+                                 const void *group_key, size_t group_key_size, tc_result **out);
+
+typedef struct tc_task_info {
+    const char *name;
+    const char *key;           /* 64 hex digits */
+    int cached;                /* the task's record came from the cache */
+    int codegen_ran;           /* the host's codegen ran for it in this call */
+    const void *metadata;      /* the host's metadata blob (NULL if none) */
+    size_t metadata_size;
+    uint32_t first_entry;      /* its kernels: entries [first_entry, +entry_count) */
+    uint32_t entry_count;
+} tc_task_info;
+
+/* Tasks of a tc_build_tasks or tc_lookup_group result (0 for tc_build). */
+TC_API size_t tc_result_task_count(const tc_result *r);
+TC_API tc_status tc_result_task(const tc_result *r, size_t i, tc_task_info *out);
 
 /* ---- loading and launching (CUDA driver API) ------------------------------- */
 

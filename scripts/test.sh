@@ -26,6 +26,18 @@ bash tests/corpus/build_corpus.sh "$corpus" >/dev/null
 export TASKCACHE_CORPUS="$corpus"
 TASKCACHE_BIN=build/taskcache python3 -m pytest -q tests/e2e
 
+echo "== Python package"
+# numba-cuda drives the package with a real Python GPU compiler; its NVVM is
+# pinned to this toolkit's release so ptxas accepts the PTX it emits
+cuda_mm=$("${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" --version 2>/dev/null |
+          sed -n 's/.*release \([0-9]*\.[0-9]*\),.*/\1/p')
+if [ -n "$cuda_mm" ] && ! python3 -c "import numba.cuda" 2>/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check "numba-cuda[cu${cuda_mm%%.*}]" \
+        "cuda-toolkit[cccl,cudart,nvrtc,nvvm]==${cuda_mm}.*" ||
+        echo "test: note: numba-cuda could not be installed; its test will be skipped"
+fi
+TASKCACHE_LIB=build/libtaskcache.so python3 -m pytest -q -rs tests/python
+
 if [ "$quick" = 0 ]; then
     echo "== clang + ASan/UBSan build"
     # the sanitizer pass also covers the ptxas-process backend

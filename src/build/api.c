@@ -262,7 +262,17 @@ tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
     out->bytes_written = k.v[TC_C_BYTES_WRITTEN];
     out->bad_records = k.v[TC_C_BAD_RECORDS];
     out->store_errors = k.v[TC_C_STORE_ERRORS];
-    tc_store_count(c->store, &out->unit_records, &out->module_records, &out->disk_bytes);
+    out->task_hits = k.v[TC_C_TASK_HITS];
+    out->task_misses = k.v[TC_C_TASK_MISSES];
+    out->codegen_calls = k.v[TC_C_CODEGEN];
+    out->group_hits = k.v[TC_C_GROUP_HITS];
+    out->group_misses = k.v[TC_C_GROUP_MISSES];
+    uint64_t counts[4];
+    tc_store_count(c->store, counts, &out->disk_bytes);
+    out->unit_records = counts[0];
+    out->module_records = counts[1];
+    out->task_records = counts[2];
+    out->group_records = counts[3];
     return TC_OK;
 }
 
@@ -308,7 +318,23 @@ void tc_result_free(tc_result *r)
     for (size_t i = 0; i < r->nentries; i++)
         tc_entry_clear(&r->entries[i]);
     free(r->entries);
+    for (size_t i = 0; i < r->ntasks; i++) {
+        free((char *)r->tasks[i].name);
+        free((char *)r->tasks[i].key);
+        free((void *)r->tasks[i].metadata);
+    }
+    free(r->tasks);
     free(r);
+}
+
+size_t tc_result_task_count(const tc_result *r) { return r->ntasks; }
+
+tc_status tc_result_task(const tc_result *r, size_t i, tc_task_info *out)
+{
+    if (i >= r->ntasks)
+        return TC_ERR_INVALID;
+    *out = r->tasks[i];
+    return TC_OK;
 }
 
 tc_status tc_result_status(const tc_result *r) { return r->status; }

@@ -48,7 +48,7 @@ tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)
     return code;
 }
 
-static tc_status prepare(tc_build_ctx *b)
+tc_status tc_build_prepare(tc_build_ctx *b)
 {
     const tc_options *o = b->o;
     if (!o->arch[0])
@@ -91,13 +91,6 @@ static tc_status prepare(tc_build_ctx *b)
     b->kc.opts = (const char *const *)o->copts;
     b->kc.nopts = o->ncopts;
     b->kc.compiler_id = b->compiler_id;
-    if (o->split)
-        snprintf(b->plan, sizeof b->plan, "split:%u",
-                 o->unit_cost ? o->unit_cost : TC_UNIT_COST_DEFAULT);
-    else
-        snprintf(b->plan, sizeof b->plan, "whole");
-    if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)
-        return TC_ERR_NOMEM;
     return TC_OK;
 }
 
@@ -378,9 +371,16 @@ int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t 
 
 static tc_status run(tc_build_ctx *b)
 {
-    tc_status st = prepare(b);
+    tc_status st = tc_build_prepare(b);
     if (st != TC_OK)
         return st;
+    if (b->o->split)
+        snprintf(b->plan, sizeof b->plan, "split:%u",
+                 b->o->unit_cost ? b->o->unit_cost : TC_UNIT_COST_DEFAULT);
+    else
+        snprintf(b->plan, sizeof b->plan, "whole");
+    if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)
+        return TC_ERR_NOMEM;
     if (!b->explain && b->store && b->o->module_tier && module_hit(b)) {
         b->delta.v[TC_C_MODULE_HITS]++;
         return TC_OK;
@@ -411,6 +411,45 @@ static tc_status run(tc_build_ctx *b)
     return tc_build_split(b);
 }
 
+int tc_build_begin(tc_build_ctx *b, tc_cache *cache, const tc_options *opts, const char *name,
+                   int explain)
+{
+    memset(b, 0, sizeof *b);
+    b->t0 = now();
+    b->cache = cache;
+    b->o = opts;
+    b->src = "";
+    b->name = name && *name ? name : "<input>";
+    b->explain = explain;
+    b->store = cache ? cache->store : NULL;
+    b->r = tc_result_new();
+    return b->r ? 0 : -1;
+}
+
+tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
+{
+    tc_result *r = b->r;
+    if (st != TC_OK) {
+        free(r->image);
+        r->image = NULL;
+        r->image_len = 0;
+        if (!b->explain && !b->lookup)
+            b->delta.v[TC_C_COMPILE_ERRORS]++;
+    }
+    if (b->store && tc_store_warning(b->store))
+        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(b->store));
+    if (!b->explain && b->store && !tc_store_warning(b->store)) {
+        if (!b->lookup)
+            b->delta.v[TC_C_BUILDS]++;
+        (void)tc_stats_add(b->cache->dir, &b->delta); /* statistics never fail a build */
+    }
+    double t0 = b->t0;
+    tc_build_ctx_free(b);
+    r->status = st;
+    r->report.seconds = now() - t0;
+    return r;
+}
+
 static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
                        const char *name, tc_result **out, int explain)
 {
@@ -420,37 +459,12 @@ static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx,
     if (!opts || (!ptx && size))
         return TC_ERR_INVALID;
     tc_build_ctx b;
-    memset(&b, 0, sizeof b);
-    b.t0 = now();
-    b.cache = cache;
-    b.o = opts;
+    if (tc_build_begin(&b, cache, opts, name, explain) != 0)
+        return TC_ERR_NOMEM;
     b.src = ptx ? ptx : "";
     b.len = size;
-    b.name = name && *name ? name : "<input>";
-    b.explain = explain;
-    b.store = cache ? cache->store : NULL;
-    b.r = tc_result_new();
-    if (!b.r)
-        return TC_ERR_NOMEM;
     tc_status st = run(&b);
-    tc_result *r = b.r;
-    if (st != TC_OK) {
-        free(r->image);
-        r->image = NULL;
-        r->image_len = 0;
-        if (!explain)
-            b.delta.v[TC_C_COMPILE_ERRORS]++;
-    }
-    if (b.store && tc_store_warning(b.store))
-        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(b.store));
-    if (!explain && b.store && !tc_store_warning(b.store)) {
-        b.delta.v[TC_C_BUILDS]++;
-        (void)tc_stats_add(b.cache->dir, &b.delta); /* statistics never fail a build */
-    }
-    tc_build_ctx_free(&b);
-    r->status = st;
-    r->report.seconds = now() - b.t0;
-    *out = r;
+    *out = tc_build_finish(&b, st);
     return st;
 }
 

@@ -34,6 +34,7 @@ typedef struct tc_build_ctx {
     size_t len;
     const char *name;
     int explain;
+    int lookup;             /* tc_lookup_group: counts no build */
     tc_result *r;
     tc_store *store;        /* NULL: no cache */
     char ptxas[TC_PATH_MAX];   /* "" when not found (in-process builds) */
@@ -55,6 +56,14 @@ typedef struct tc_build_ctx {
     double t0;
 } tc_build_ctx;
 
+/* Starts a build: a fresh context with an empty result. 0 or -1 (memory). */
+int tc_build_begin(tc_build_ctx *b, tc_cache *cache, const tc_options *opts, const char *name,
+                   int explain);
+/* Finds the toolchain and fills the key context. */
+tc_status tc_build_prepare(tc_build_ctx *b);
+/* Ends a build with status st: drops the image of a failed build, adds the
+ * cache warning, flushes statistics, frees the context; returns the result. */
+tc_result *tc_build_finish(tc_build_ctx *b, tc_status st);
 tc_status tc_build_split(tc_build_ctx *b);
 /* Compiles text (written at ptx_path for ptxas) with the chosen backend;
  * fills output/log/exit code. Returns 0, or -1 (errno) when the compiler

@@ -36,6 +36,8 @@ struct tc_result {
     tc_report report;
     tc_entry_info *entries;
     size_t nentries;
+    tc_task_info *tasks;   /* tc_build_tasks / tc_lookup_group; strings owned */
+    size_t ntasks;
 };
 
 /* entries.c: per-entry metadata */

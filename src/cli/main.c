@@ -514,16 +514,21 @@ static int cmd_stats(int argc, char **argv)
                "\"module_misses\": %llu, \"unit_hits\": %llu, \"unit_misses\": %llu, "
                "\"compiles\": %llu, \"compile_errors\": %llu, \"whole_builds\": %llu, "
                "\"records_written\": %llu, \"bytes_written\": %llu, \"bad_records\": %llu, "
-               "\"store_errors\": %llu, \"module_records\": %llu, \"unit_records\": %llu, "
-               "\"disk_bytes\": %llu}\n",
+               "\"store_errors\": %llu, \"task_hits\": %llu, \"task_misses\": %llu, "
+               "\"codegen_calls\": %llu, \"group_hits\": %llu, \"group_misses\": %llu, "
+               "\"module_records\": %llu, \"unit_records\": %llu, \"task_records\": %llu, "
+               "\"group_records\": %llu, \"disk_bytes\": %llu}\n",
                tc_cache_dir(c), (unsigned long long)s.builds, (unsigned long long)s.module_hits,
                (unsigned long long)s.module_misses, (unsigned long long)s.unit_hits,
                (unsigned long long)s.unit_misses, (unsigned long long)s.compiles,
                (unsigned long long)s.compile_errors, (unsigned long long)s.whole_builds,
                (unsigned long long)s.records_written, (unsigned long long)s.bytes_written,
                (unsigned long long)s.bad_records, (unsigned long long)s.store_errors,
-               (unsigned long long)s.module_records, (unsigned long long)s.unit_records,
-               (unsigned long long)s.disk_bytes);
+               (unsigned long long)s.task_hits, (unsigned long long)s.task_misses,
+               (unsigned long long)s.codegen_calls, (unsigned long long)s.group_hits,
+               (unsigned long long)s.group_misses, (unsigned long long)s.module_records,
+               (unsigned long long)s.unit_records, (unsigned long long)s.task_records,
+               (unsigned long long)s.group_records, (unsigned long long)s.disk_bytes);
     } else {
         char disk[32], written[32];
         human_bytes(s.disk_bytes, disk, sizeof disk);
@@ -538,6 +543,13 @@ static int cmd_stats(int argc, char **argv)
         pct_line("  failed", s.compile_errors, 0);
         pct_line("unit hits", s.unit_hits, s.unit_hits + s.unit_misses);
         pct_line("unit misses", s.unit_misses, s.unit_hits + s.unit_misses);
+        if (s.task_hits + s.task_misses + s.group_hits + s.group_misses) {
+            pct_line("host task hits", s.task_hits, s.task_hits + s.task_misses);
+            pct_line("host task misses", s.task_misses, s.task_hits + s.task_misses);
+            pct_line("host codegen calls", s.codegen_calls, 0);
+            pct_line("group manifest hits", s.group_hits, s.group_hits + s.group_misses);
+            pct_line("group manifest misses", s.group_misses, s.group_hits + s.group_misses);
+        }
         pct_line("compiler runs", s.compiles, 0);
         printf("%-34s %12llu  (%s)\n", "records written", (unsigned long long)s.records_written,
                written);
@@ -545,6 +557,11 @@ static int cmd_stats(int argc, char **argv)
         pct_line("records not written", s.store_errors, 0);
         printf("%-34s %12llu\n", "module records on disk", (unsigned long long)s.module_records);
         printf("%-34s %12llu\n", "unit records on disk", (unsigned long long)s.unit_records);
+        if (s.task_records + s.group_records) {
+            printf("%-34s %12llu\n", "task records on disk", (unsigned long long)s.task_records);
+            printf("%-34s %12llu\n", "group manifests on disk",
+                   (unsigned long long)s.group_records);
+        }
         printf("%-34s %12s\n", "size on disk", disk);
     }
     if (a.zero && tc_cache_zero_stats(c, &err) != TC_OK) {

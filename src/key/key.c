@@ -47,3 +47,47 @@ int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
     tc_hash_free(h);
     return 0;
 }
+
+int tc_key_task(const tc_keyctx *k, const char *version, const void *key, size_t len,
+                tc_digest *out)
+{
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return -1;
+    common(h, "task", k);
+    tc_hash_field_str(h, "host", version);
+    tc_hash_field(h, "key", key, len);
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+    return 0;
+}
+
+int tc_key_task_module(const tc_keyctx *k, const char *linker_id, const char *version,
+                       const tc_digest *tasks, size_t n, tc_digest *out)
+{
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return -1;
+    common(h, "task-module", k);
+    tc_hash_field_str(h, "linker", linker_id);
+    tc_hash_field_str(h, "host", version);
+    for (size_t i = 0; i < n; i++)
+        tc_hash_field(h, "task", tasks[i].b, TC_DIGEST_LEN);
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+    return 0;
+}
+
+int tc_key_group(const tc_keyctx *k, const char *version, const void *key, size_t len,
+                 tc_digest *out)
+{
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return -1;
+    common(h, "group", k);
+    tc_hash_field_str(h, "host", version);
+    tc_hash_field(h, "key", key, len);
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+    return 0;
+}

@@ -26,7 +26,7 @@
 #define TC_RECORD_FORMAT 1u
 #define TC_RECORD_HEADER 96u
 
-enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2 };
+enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2, TC_REC_TASK = 3, TC_REC_GROUP = 4 };
 
 enum {
     TC_F_OBJECT = 1,        /* unit: relocatable object */
@@ -34,7 +34,10 @@ enum {
     TC_F_ENTRY = 3,         /* per-entry metadata (repeated) */
     TC_F_UNIT_KEY = 4,      /* module: key of a unit it was linked from (repeated) */
     TC_F_WHOLE_REASON = 5,  /* module: why it was compiled whole */
-    TC_F_LOG = 6            /* compiler messages worth replaying (warnings) */
+    TC_F_LOG = 6,           /* compiler messages worth replaying (warnings) */
+    TC_F_HOST_META = 7,     /* task: the host's metadata blob */
+    TC_F_TASK_KEY = 8,      /* module of tasks, group: a task key (repeated, in order) */
+    TC_F_NAME = 9           /* task: its name */
 };
 
 /* Builds a complete record (header + compressed payload) into out.

@@ -16,6 +16,8 @@ static const char *names[TC_NCOUNTERS] = {
     "builds",          "module_hits",     "module_misses", "unit_hits",
     "unit_misses",     "compiles",        "compile_errors", "whole_builds",
     "records_written", "bytes_written",   "bad_records",   "store_errors",
+    "task_hits",       "task_misses",     "codegen_calls", "group_hits",
+    "group_misses",
 };
 
 const char *tc_counter_name(int i) { return i >= 0 && i < TC_NCOUNTERS ? names[i] : "?"; }

@@ -78,7 +78,15 @@ const char *tc_store_root(const tc_store *st) { return st->root; }
 
 const char *tc_store_warning(const tc_store *st) { return st->warning[0] ? st->warning : NULL; }
 
-static char kind_dir(uint32_t kind) { return kind == TC_REC_MODULE ? 'm' : 'u'; }
+static char kind_dir(uint32_t kind)
+{
+    switch (kind) {
+    case TC_REC_MODULE: return 'm';
+    case TC_REC_TASK: return 't';
+    case TC_REC_GROUP: return 'g';
+    default: return 'u';
+    }
+}
 
 static void record_path(const tc_store *st, const char *target, uint32_t kind,
                         const tc_digest *key, tc_sb *out)
@@ -189,9 +197,11 @@ static void count_dir(const char *dir, int depth, uint64_t *files, uint64_t *byt
     closedir(d);
 }
 
-void tc_store_count(tc_store *st, uint64_t *units, uint64_t *modules, uint64_t *bytes)
+void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes)
 {
-    *units = *modules = *bytes = 0;
+    static const char dirs[4] = {'u', 'm', 't', 'g'};
+    memset(counts, 0, 4 * sizeof *counts);
+    *bytes = 0;
     DIR *d = opendir(st->records);
     if (!d)
         return;
@@ -200,11 +210,11 @@ void tc_store_count(tc_store *st, uint64_t *units, uint64_t *modules, uint64_t *
         if (de->d_name[0] == '.')
             continue;
         tc_sb p = TC_SB_INIT;
-        tc_sb_printf(&p, "%s/%s/u", st->records, de->d_name);
-        count_dir(p.data, 1, units, bytes);
-        tc_sb_reset(&p);
-        tc_sb_printf(&p, "%s/%s/m", st->records, de->d_name);
-        count_dir(p.data, 1, modules, bytes);
+        for (int k = 0; k < 4; k++) {
+            tc_sb_reset(&p);
+            tc_sb_printf(&p, "%s/%s/%c", st->records, de->d_name, dirs[k]);
+            count_dir(p.data, 1, &counts[k], bytes);
+        }
         tc_sb_free(&p);
     }
     closedir(d);

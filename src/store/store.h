@@ -1,6 +1,7 @@
 /* store: the on-disk, content-addressed record store.
  *
- *   <root>/v1/<target>/<u|m>/<2 hex>/<62 hex>   records (record.h)
+ *   <root>/v1/<target>/<u|m|t|g>/<2 hex>/<62 hex>   records (record.h):
+ *                                                 units, modules, tasks, groups
  *   <root>/toolchain/                            compiler identity memos
  *   <root>/stats, <root>/stats.lock              counters (stats.h)
  *
@@ -46,7 +47,7 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
 /* Removes every record. 0 or -1. */
 int tc_store_clear(tc_store *st);
 
-/* Counts records on disk. */
-void tc_store_count(tc_store *st, uint64_t *units, uint64_t *modules, uint64_t *bytes);
+/* Counts records on disk: units, modules, tasks, groups; and their bytes. */
+void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes);
 
 #endif

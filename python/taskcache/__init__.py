@@ -1,0 +1,652 @@
+"""taskcache for Python: incremental, cached compilation of PTX modules.
+
+A thin ctypes layer over the C library (libtaskcache.so); no third-party
+dependencies. The library is found through $TASKCACHE_LIB, next to this
+package, in the repository's build/ directory, or on the loader's path.
+
+    import taskcache
+
+    with taskcache.Cache() as cache:                      # ~/.cache/taskcache
+        opts = taskcache.Options(arch="sm_90", compiler_options=["-O3"])
+        result = cache.build(ptx_text, opts, name="step.ptx")
+        cubin = result.image                              # bytes
+        for e in result.entries:
+            print(e.name, e.registers, e.params)
+
+A JIT compiler asks before its own codegen (see Cache.build_tasks):
+
+    def codegen(index, task):
+        return my_codegen(task.key), b"block=256"         # PTX, metadata
+
+    result = cache.build_tasks([taskcache.Task("k0", ir0), ...], codegen, opts,
+                               version="myjit 1.2", group_key=source_hash)
+
+Errors raise TaskcacheError, which carries the library's status name and
+message (and, for builds, the diagnostics with file:line).
+"""
+
+import ctypes
+import ctypes.util
+import os
+import pathlib
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "Cache", "Options", "Result", "Entry", "Param", "Report", "Task", "TaskInfo", "Module",
+    "Kernel", "TaskcacheError", "library_version", "have_inprocess_compiler",
+]
+
+# ---- the C library --------------------------------------------------------------------
+
+_STATUS = {0: "TC_OK", 1: "TC_ERR_INVALID", 2: "TC_ERR_PARSE", 3: "TC_ERR_COMPILE",
+           4: "TC_ERR_LINK", 5: "TC_ERR_TOOLCHAIN", 6: "TC_ERR_IO", 7: "TC_ERR_NOMEM",
+           8: "TC_ERR_DRIVER", 9: "TC_ERR_NOT_FOUND"}
+TC_ERR_NOT_FOUND = 9
+
+
+def _find_library():
+    candidates = []
+    env = os.environ.get("TASKCACHE_LIB")
+    if env:
+        candidates.append(env)
+    here = pathlib.Path(__file__).resolve().parent
+    candidates.append(here / "libtaskcache.so")
+    candidates.append(here.parents[1] / "build" / "libtaskcache.so")
+    found = ctypes.util.find_library("taskcache")
+    if found:
+        candidates.append(found)
+    errors = []
+    for c in candidates:
+        try:
+            return ctypes.CDLL(str(c))
+        except OSError as e:
+            errors.append(f"{c}: {e}")
+    raise OSError("cannot load libtaskcache.so; set TASKCACHE_LIB to its path. Tried:\n  " +
+                  "\n  ".join(errors or ["(nothing found)"]))
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "builds", "module_hits", "module_misses", "unit_hits", "unit_misses", "compiles",
+        "compile_errors", "whole_builds", "records_written", "bytes_written", "bad_records",
+        "store_errors", "task_hits", "task_misses", "codegen_calls", "group_hits",
+        "group_misses", "module_records", "unit_records", "task_records", "group_records",
+        "disk_bytes")]
+
+
+class _Report(ctypes.Structure):
+    _fields_ = [("module_hit", ctypes.c_int), ("split", ctypes.c_int),
+                ("entries", ctypes.c_uint32), ("units", ctypes.c_uint32),
+                ("unit_hits", ctypes.c_uint32), ("units_compiled", ctypes.c_uint32),
+                ("seconds", ctypes.c_double), ("seconds_compile", ctypes.c_double),
+                ("seconds_link", ctypes.c_double), ("in_process", ctypes.c_int),
+                ("codegen_calls", ctypes.c_uint32), ("group_hit", ctypes.c_int)]
+
+
+class _Param(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_char_p), ("offset", ctypes.c_uint32),
+                ("size", ctypes.c_uint32), ("align", ctypes.c_uint32)]
+
+
+class _Entry(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("param_count", ctypes.c_uint32),
+                ("param_bytes", ctypes.c_uint32), ("params", ctypes.POINTER(_Param)),
+                ("maxntid", ctypes.c_uint32 * 3), ("reqntid", ctypes.c_uint32 * 3),
+                ("minnctapersm", ctypes.c_uint32), ("maxnreg", ctypes.c_uint32),
+                ("reqnctapercluster", ctypes.c_uint32 * 3), ("maxclusterrank", ctypes.c_uint32),
+                ("registers", ctypes.c_int32), ("shared_bytes", ctypes.c_int32),
+                ("stack_bytes", ctypes.c_int32), ("spill_store_bytes", ctypes.c_int32),
+                ("spill_load_bytes", ctypes.c_int32), ("unit_key", ctypes.c_char_p),
+                ("slice_key", ctypes.c_char_p), ("unit", ctypes.c_uint32),
+                ("cached", ctypes.c_int)]
+
+
+class _Task(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("key", ctypes.c_void_p), ("key_size", ctypes.c_size_t)]
+
+
+class _TaskInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("key", ctypes.c_char_p), ("cached", ctypes.c_int),
+                ("codegen_ran", ctypes.c_int), ("metadata", ctypes.c_void_p),
+                ("metadata_size", ctypes.c_size_t), ("first_entry", ctypes.c_uint32),
+                ("entry_count", ctypes.c_uint32)]
+
+
+_CODEGEN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_Task),
+                            ctypes.c_void_p)
+
+
+class _Host(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_char_p), ("codegen", _CODEGEN), ("user", ctypes.c_void_p),
+                ("serialize_codegen", ctypes.c_int), ("group_key", ctypes.c_void_p),
+                ("group_key_size", ctypes.c_size_t)]
+
+
+class _Kernel(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_void_p), ("entry", ctypes.POINTER(_Entry)),
+                ("max_threads_per_block", ctypes.c_int), ("registers", ctypes.c_int),
+                ("shared_bytes", ctypes.c_int), ("local_bytes", ctypes.c_int),
+                ("const_bytes", ctypes.c_int)]
+
+
+class _Launch(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_bytes", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("cooperative", ctypes.c_int)]
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _L():
+    """The library, loaded and declared on first use."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        lib = _find_library()
+        P, E = ctypes.c_void_p, ctypes.POINTER(_Error)
+        sig = {
+            "tc_version": (ctypes.c_char_p, []),
+            "tc_status_name": (ctypes.c_char_p, [ctypes.c_int]),
+            "tc_cache_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(P), E]),
+            "tc_cache_close": (None, [P]),
+            "tc_cache_dir": (ctypes.c_char_p, [P]),
+            "tc_cache_warning": (ctypes.c_char_p, [P]),
+            "tc_cache_stats": (ctypes.c_int, [P, ctypes.POINTER(_Stats), E]),
+            "tc_cache_zero_stats": (ctypes.c_int, [P, E]),
+            "tc_cache_clear": (ctypes.c_int, [P, E]),
+            "tc_options_new": (P, []),
+            "tc_options_free": (None, [P]),
+            "tc_options_set_arch": (ctypes.c_int, [P, ctypes.c_char_p, E]),
+            "tc_options_add_compiler_option": (ctypes.c_int, [P, ctypes.c_char_p, E]),
+            "tc_options_set_jobs": (ctypes.c_int, [P, ctypes.c_int]),
+            "tc_options_set_ptxas": (ctypes.c_int, [P, ctypes.c_char_p]),
+            "tc_options_set_tier": (ctypes.c_int, [P, ctypes.c_int, ctypes.c_int]),
+            "tc_options_set_split": (ctypes.c_int, [P, ctypes.c_int]),
+            "tc_options_set_unit_cost": (ctypes.c_int, [P, ctypes.c_uint]),
+            "tc_options_set_compiler": (ctypes.c_int, [P, ctypes.c_int]),
+            "tc_have_inprocess_compiler": (ctypes.c_int, []),
+            "tc_build": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
+                                        ctypes.POINTER(P)]),
+            "tc_explain": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_size_t,
+                                          ctypes.c_char_p, ctypes.POINTER(P)]),
+            "tc_build_tasks": (ctypes.c_int, [P, P, ctypes.POINTER(_Host), ctypes.POINTER(_Task),
+                                              ctypes.c_size_t, ctypes.POINTER(P)]),
+            "tc_lookup_group": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_char_p,
+                                               ctypes.c_size_t, ctypes.POINTER(P)]),
+            "tc_codegen_set_ptx": (None, [P, ctypes.c_char_p, ctypes.c_size_t]),
+            "tc_codegen_set_metadata": (None, [P, ctypes.c_char_p, ctypes.c_size_t]),
+            "tc_codegen_fail": (None, [P, ctypes.c_char_p]),
+            "tc_result_free": (None, [P]),
+            "tc_result_status": (ctypes.c_int, [P]),
+            "tc_result_image": (P, [P, ctypes.POINTER(ctypes.c_size_t)]),
+            "tc_result_diagnostics": (ctypes.c_char_p, [P]),
+            "tc_result_whole_reason": (ctypes.c_char_p, [P]),
+            "tc_result_report": (None, [P, ctypes.POINTER(_Report)]),
+            "tc_result_entry_count": (ctypes.c_size_t, [P]),
+            "tc_result_entry": (ctypes.c_int, [P, ctypes.c_size_t, ctypes.POINTER(_Entry)]),
+            "tc_result_task_count": (ctypes.c_size_t, [P]),
+            "tc_result_task": (ctypes.c_int, [P, ctypes.c_size_t, ctypes.POINTER(_TaskInfo)]),
+            "tc_module_load": (ctypes.c_int, [P, ctypes.POINTER(P), E]),
+            "tc_module_load_image": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_size_t,
+                                                    ctypes.POINTER(P), E]),
+            "tc_module_unload": (None, [P]),
+            "tc_module_kernel": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(_Kernel), E]),
+            "tc_module_global": (ctypes.c_int, [P, ctypes.c_char_p,
+                                                ctypes.POINTER(ctypes.c_uint64),
+                                                ctypes.POINTER(ctypes.c_size_t), E]),
+            "tc_module_launch": (ctypes.c_int, [P, ctypes.c_char_p, ctypes.POINTER(_Launch),
+                                                ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p,
+                                                ctypes.c_size_t, E]),
+        }
+        for name, (restype, argtypes) in sig.items():
+            f = getattr(lib, name)
+            f.restype = restype
+            f.argtypes = argtypes
+        _lib = lib
+        return lib
+
+
+def library_version() -> str:
+    return _L().tc_version().decode()
+
+
+def have_inprocess_compiler() -> bool:
+    return bool(_L().tc_have_inprocess_compiler())
+
+
+class TaskcacheError(Exception):
+    """A library call failed. .status is the status name ("TC_ERR_PARSE"...),
+    .message the library's message, .diagnostics the build's file:line
+    lines (may be empty)."""
+
+    def __init__(self, status: int, message: str, diagnostics: str = ""):
+        self.code = status
+        self.status = _STATUS.get(status, f"TC_ERR_{status}")
+        self.message = message or self.status
+        self.diagnostics = diagnostics
+        super().__init__(f"{self.status}: {self.message}" +
+                         (f"\n{diagnostics}" if diagnostics and diagnostics not in self.message
+                          else ""))
+
+
+def _check(status: int, err: Optional[_Error] = None, what: str = ""):
+    if status != 0:
+        msg = err.message.decode(errors="replace") if err is not None else ""
+        raise TaskcacheError(status, msg or what)
+
+
+def _b(s: Union[str, bytes, None]) -> Optional[bytes]:
+    if s is None or isinstance(s, bytes):
+        return s
+    return s.encode()
+
+
+# ---- options ------------------------------------------------------------------------------
+
+@dataclass
+class Options:
+    """Build options. arch is required ("sm_90"). compiler_options are
+    ptxas options as ptxas spells them ("-O3", "--maxrregcount=64"); every
+    option is part of every key. compiler: None (automatic), "ptxas" or
+    "inprocess". jobs: parallel compiles (None = all CPUs)."""
+    arch: str = "sm_90"
+    compiler_options: Sequence[str] = ()
+    jobs: Optional[int] = None
+    compiler: Optional[str] = None
+    ptxas: Optional[str] = None
+    unit_cost: Optional[int] = None
+    module_cache: bool = True
+    unit_cache: bool = True
+    split: bool = True
+
+    def _handle(self):
+        lib = _L()
+        h = lib.tc_options_new()
+        if not h:
+            raise MemoryError("tc_options_new")
+        ok = False
+        try:
+            err = _Error()
+            _check(lib.tc_options_set_arch(h, _b(self.arch), ctypes.byref(err)), err)
+            for o in self.compiler_options:
+                _check(lib.tc_options_add_compiler_option(h, _b(o), ctypes.byref(err)), err)
+            if self.jobs is not None:
+                _check(lib.tc_options_set_jobs(h, int(self.jobs)), None, "jobs must be >= 1")
+            if self.compiler is not None:
+                codes = {"auto": 0, "ptxas": 1, "inprocess": 2}
+                if self.compiler not in codes:
+                    raise ValueError("compiler must be 'auto', 'ptxas' or 'inprocess'")
+                lib.tc_options_set_compiler(h, codes[self.compiler])
+            if self.ptxas:
+                lib.tc_options_set_ptxas(h, _b(self.ptxas))
+            if self.unit_cost:
+                lib.tc_options_set_unit_cost(h, int(self.unit_cost))
+            lib.tc_options_set_tier(h, 1, int(self.module_cache))
+            lib.tc_options_set_tier(h, 2, int(self.unit_cache))
+            lib.tc_options_set_split(h, int(self.split))
+            ok = True
+            return h
+        finally:
+            if not ok:
+                lib.tc_options_free(h)
+
+
+# ---- results ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    type: str
+    offset: int
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One kernel: its parameter layout, directives and resource report."""
+    name: str
+    params: Tuple[Param, ...]
+    param_bytes: int
+    maxntid: Tuple[int, int, int]
+    reqntid: Tuple[int, int, int]
+    minnctapersm: int
+    maxnreg: int
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    unit_key: str
+    slice_key: str
+    unit: int
+    cached: bool
+
+
+@dataclass(frozen=True)
+class Report:
+    module_hit: bool
+    split: bool
+    entries: int
+    units: int
+    unit_hits: int
+    units_compiled: int
+    seconds: float
+    seconds_compile: float
+    seconds_link: float
+    in_process: bool
+    codegen_calls: int
+    group_hit: bool
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    name: str
+    key: str
+    cached: bool
+    codegen_ran: bool
+    metadata: Optional[bytes]
+    entries: Tuple[Entry, ...]
+
+
+@dataclass
+class Task:
+    """A host task: its name and the bytes that determine its PTX."""
+    name: str
+    key: bytes
+
+
+class Result:
+    """What a build returns: image (bytes or None), entries, report,
+    diagnostics, whole_reason, tasks (host builds). The C result is freed
+    once copied."""
+
+    def __init__(self, handle):
+        lib = _L()
+        try:
+            size = ctypes.c_size_t()
+            p = lib.tc_result_image(handle, ctypes.byref(size))
+            self.image: Optional[bytes] = ctypes.string_at(p, size.value) if p else None
+            self.diagnostics: str = (lib.tc_result_diagnostics(handle) or b"").decode(
+                errors="replace")
+            why = lib.tc_result_whole_reason(handle)
+            self.whole_reason: Optional[str] = why.decode() if why else None
+            r = _Report()
+            lib.tc_result_report(handle, ctypes.byref(r))
+            self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,
+                                 r.unit_hits, r.units_compiled, r.seconds, r.seconds_compile,
+                                 r.seconds_link, bool(r.in_process), r.codegen_calls,
+                                 bool(r.group_hit))
+            entries = []
+            for i in range(lib.tc_result_entry_count(handle)):
+                e = _Entry()
+                lib.tc_result_entry(handle, i, ctypes.byref(e))
+                params = tuple(Param(e.params[k].type.decode(), e.params[k].offset,
+                                     e.params[k].size, e.params[k].align)
+                               for k in range(e.param_count))
+                entries.append(Entry(
+                    e.name.decode(), params, e.param_bytes, tuple(e.maxntid), tuple(e.reqntid),
+                    e.minnctapersm, e.maxnreg, e.registers, e.shared_bytes, e.stack_bytes,
+                    e.spill_store_bytes, e.spill_load_bytes, (e.unit_key or b"").decode(),
+                    (e.slice_key or b"").decode(), e.unit, bool(e.cached)))
+            self.entries: List[Entry] = entries
+            tasks = []
+            for i in range(lib.tc_result_task_count(handle)):
+                t = _TaskInfo()
+                lib.tc_result_task(handle, i, ctypes.byref(t))
+                meta = ctypes.string_at(t.metadata, t.metadata_size) if t.metadata else None
+                tasks.append(TaskInfo(t.name.decode(), t.key.decode(), bool(t.cached),
+                                      bool(t.codegen_ran), meta,
+                                      tuple(entries[t.first_entry:t.first_entry + t.entry_count])))
+            self.tasks: List[TaskInfo] = tasks
+        finally:
+            lib.tc_result_free(handle)
+
+    def entry(self, name: str) -> Entry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def load(self) -> "Module":
+        """Loads the image on the GPU (CUDA driver; TaskcacheError with
+        TC_ERR_DRIVER where there is none)."""
+        if self.image is None:
+            raise TaskcacheError(1, "this result has no image")
+        return Module(self.image, {e.name: e for e in self.entries})
+
+
+def _finish(status: int, handle) -> Result:
+    if not handle:
+        raise TaskcacheError(status, "the build could not start")
+    res = Result(handle)
+    if status != 0:
+        first = next((l for l in res.diagnostics.splitlines() if ": error: " in l),
+                     res.diagnostics.strip())
+        raise TaskcacheError(status, first, res.diagnostics)
+    return res
+
+
+# ---- the cache ----------------------------------------------------------------------------
+
+class Cache:
+    """A cache directory (None: $TASKCACHE_DIR, else ~/.cache/taskcache).
+    Use as a context manager, or call close(). Safe to share between
+    threads."""
+
+    def __init__(self, directory: Union[str, os.PathLike, None] = None):
+        lib = _L()
+        self._h = ctypes.c_void_p()
+        err = _Error()
+        _check(lib.tc_cache_open(_b(os.fspath(directory)) if directory is not None else None,
+                                 ctypes.byref(self._h), ctypes.byref(err)), err)
+        self._keep = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _L().tc_cache_close(self._h)
+            self._h = None
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("the cache is closed")
+        return self._h
+
+    @property
+    def directory(self) -> str:
+        return _L().tc_cache_dir(self._handle()).decode()
+
+    @property
+    def warning(self) -> Optional[str]:
+        w = _L().tc_cache_warning(self._handle())
+        return w.decode() if w else None
+
+    def _run(self, fn, ptx, options, name):
+        data = _b(ptx)
+        opts = (options or Options())._handle()
+        out = ctypes.c_void_p()
+        try:
+            status = fn(self._handle(), opts, data, len(data), _b(name), ctypes.byref(out))
+        finally:
+            _L().tc_options_free(opts)
+        return _finish(status, out.value)
+
+    def build(self, ptx: Union[str, bytes], options: Optional[Options] = None,
+              name: Optional[str] = None) -> Result:
+        """Builds a linked cubin from PTX text (str or bytes)."""
+        return self._run(_L().tc_build, ptx, options, name)
+
+    def explain(self, ptx: Union[str, bytes], options: Optional[Options] = None,
+                name: Optional[str] = None) -> Result:
+        """Compiles nothing: entries with their unit/slice keys and cached flags."""
+        return self._run(_L().tc_explain, ptx, options, name)
+
+    def build_tasks(self, tasks: Sequence[Task],
+                    codegen: Callable[[int, Task], Union[bytes, str, Tuple]],
+                    options: Optional[Options] = None, *, version: str,
+                    group_key: Optional[bytes] = None, serialize: bool = False) -> Result:
+        """Builds a module from keyed tasks. codegen(index, task) runs only
+        for tasks the cache lacks, on worker threads (one at a time with
+        serialize=True) and returns the task's PTX, or (PTX, metadata
+        bytes). An exception in codegen fails the build with its message."""
+        lib = _L()
+        tasks = list(tasks)
+        ctasks = (_Task * len(tasks))()
+        keep = []
+        for i, t in enumerate(tasks):
+            key = _b(t.key)
+            kbuf = ctypes.create_string_buffer(key, len(key))
+            keep.append(kbuf)
+            ctasks[i].name = _b(t.name)
+            ctasks[i].key = ctypes.cast(kbuf, ctypes.c_void_p)
+            ctasks[i].key_size = len(key)
+
+        def trampoline(_user, index, _task, out):
+            try:
+                produced = codegen(index, tasks[index])
+                meta = None
+                if isinstance(produced, tuple):
+                    produced, meta = produced
+                ptx = _b(produced)
+                lib.tc_codegen_set_ptx(out, ptx, len(ptx))
+                if meta is not None:
+                    meta = _b(meta)
+                    lib.tc_codegen_set_metadata(out, meta, len(meta))
+            except BaseException as e:  # reported through the library, never lost
+                msg = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+                lib.tc_codegen_fail(out, msg.encode(errors="replace"))
+
+        cb = _CODEGEN(trampoline)
+        gk = _b(group_key) if group_key is not None else None
+        gkbuf = ctypes.create_string_buffer(gk, len(gk)) if gk else None
+        host = _Host(_b(version), cb, None, int(serialize),
+                     ctypes.cast(gkbuf, ctypes.c_void_p) if gkbuf else None,
+                     len(gk) if gk else 0)
+        opts = (options or Options())._handle()
+        out = ctypes.c_void_p()
+        try:
+            status = lib.tc_build_tasks(self._handle(), opts, ctypes.byref(host), ctasks,
+                                        len(tasks), ctypes.byref(out))
+        finally:
+            lib.tc_options_free(opts)
+        return _finish(status, out.value)
+
+    def lookup_group(self, group_key: bytes, options: Optional[Options] = None, *,
+                     version: str) -> Optional[Result]:
+        """The whole result of an earlier build_tasks with this group key,
+        or None (run the front end then)."""
+        lib = _L()
+        opts = (options or Options())._handle()
+        out = ctypes.c_void_p()
+        gk = _b(group_key)
+        try:
+            status = lib.tc_lookup_group(self._handle(), opts, _b(version), gk, len(gk),
+                                         ctypes.byref(out))
+        finally:
+            lib.tc_options_free(opts)
+        if status == TC_ERR_NOT_FOUND:
+            return None
+        return _finish(status, out.value)
+
+    def stats(self) -> dict:
+        s = _Stats()
+        err = _Error()
+        _check(_L().tc_cache_stats(self._handle(), ctypes.byref(s), ctypes.byref(err)), err)
+        return {name: getattr(s, name) for name, _ in _Stats._fields_}
+
+    def zero_stats(self):
+        err = _Error()
+        _check(_L().tc_cache_zero_stats(self._handle(), ctypes.byref(err)), err)
+
+    def clear(self):
+        err = _Error()
+        _check(_L().tc_cache_clear(self._handle(), ctypes.byref(err)), err)
+
+
+# ---- loading and launching ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    function: int
+    max_threads_per_block: int
+    registers: int
+    shared_bytes: int
+    local_bytes: int
+    const_bytes: int
+    entry: Optional[Entry]
+
+
+class Module:
+    """An image loaded into the current CUDA context (the primary context
+    of device 0 when none is current). Context manager; unload() frees it."""
+
+    def __init__(self, image: bytes, entries: Optional[dict] = None):
+        lib = _L()
+        self._h = ctypes.c_void_p()
+        self._entries = entries or {}
+        err = _Error()
+        _check(lib.tc_module_load_image(image, len(image), ctypes.byref(self._h),
+                                        ctypes.byref(err)), err)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.unload()
+
+    def unload(self):
+        if getattr(self, "_h", None):
+            _L().tc_module_unload(self._h)
+            self._h = None
+
+    def kernel(self, name: str) -> Kernel:
+        k = _Kernel()
+        err = _Error()
+        _check(_L().tc_module_kernel(self._h, _b(name), ctypes.byref(k), ctypes.byref(err)), err)
+        return Kernel(name, k.function or 0, k.max_threads_per_block, k.registers,
+                      k.shared_bytes, k.local_bytes, k.const_bytes, self._entries.get(name))
+
+    def global_address(self, name: str) -> Tuple[int, int]:
+        """(device address, bytes) of a global variable."""
+        p, n = ctypes.c_uint64(), ctypes.c_size_t()
+        err = _Error()
+        _check(_L().tc_module_global(self._h, _b(name), ctypes.byref(p), ctypes.byref(n),
+                                     ctypes.byref(err)), err)
+        return p.value, n.value
+
+    def launch(self, name: str, grid, block, args: Sequence = (), shared_bytes: int = 0,
+               stream: int = 0, cooperative: bool = False):
+        """Launches a kernel. args: one ctypes value per parameter
+        (ctypes.c_uint64(device_pointer), ctypes.c_int(n), ...)."""
+        def dims(v):
+            v = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+            return (ctypes.c_uint * 3)(*(list(v) + [1, 1, 1])[:3])
+        cfg = _Launch(dims(grid), dims(block), shared_bytes, stream or None, int(cooperative))
+        values = [a if isinstance(a, ctypes._SimpleCData) else ctypes.c_uint64(a) for a in args]
+        argv = (ctypes.c_void_p * max(1, len(values)))(
+            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+        err = _Error()
+        _check(_L().tc_module_launch(self._h, _b(name), ctypes.byref(cfg), argv, None, 0,
+                                     ctypes.byref(err)), err)

@@ -1,0 +1,193 @@
+"""The Python package over the C library: builds, errors as exceptions,
+keyed tasks with host metadata, group manifests, threads."""
+
+import pathlib
+import threading
+
+import pytest
+
+import taskcache as tc
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = (ROOT / "examples" / "physics_step.ptx").read_text()
+OPTS = tc.Options(arch="sm_90")
+
+
+def task_ptx(name, constant):
+    return f""".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry {name}(.param .u64 out)
+{{
+ .reg .b32 %r<3>;
+ .reg .b64 %rd<3>;
+ ld.param.u64 %rd1, [out];
+ mov.u32 %r1, {constant};
+ st.global.u32 [%rd1], %r1;
+ ret;
+}}
+"""
+
+
+class Host:
+    """A toy JIT: task i's IR is its constant; codegen counts its calls."""
+
+    def __init__(self, constants):
+        self.constants = list(constants)
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def tasks(self):
+        return [tc.Task(f"k{i}", f"const {c}".encode()) for i, c in enumerate(self.constants)]
+
+    def codegen(self, index, task):
+        with self.lock:
+            self.calls += 1
+        return task_ptx(task.name, self.constants[index]), f"block=128 task={index}".encode()
+
+
+@pytest.fixture
+def cache(tmp_path):
+    with tc.Cache(tmp_path / "cache") as c:
+        yield c
+
+
+def test_build_and_warm(cache):
+    r = cache.build(EXAMPLE, OPTS, name="physics_step.ptx")
+    assert r.image and r.image[:4] == b"\x7fELF"
+    assert len(r.entries) == 120 and r.report.units_compiled == r.report.units
+    e = r.entries[0]
+    assert e.params[0] == tc.Param("u32", 0, 4, 4) and e.registers > 0
+    again = cache.build(EXAMPLE, OPTS)
+    assert again.report.module_hit and again.image == r.image
+    assert cache.stats()["module_hits"] == 1
+
+
+def test_errors_raise_with_file_and_line(cache):
+    with pytest.raises(tc.TaskcacheError) as exc:
+        cache.build(".version 8.0\n.target sm_90\n.entry k() {\n", OPTS, name="bad.ptx")
+    assert exc.value.status == "TC_ERR_PARSE"
+    assert "bad.ptx:3: error:" in exc.value.message
+    with pytest.raises(tc.TaskcacheError) as exc:
+        cache.build(EXAMPLE, tc.Options(arch="sm90"))
+    assert exc.value.status == "TC_ERR_INVALID" and "sm90" in exc.value.message
+    with pytest.raises(tc.TaskcacheError):
+        tc.Options(compiler_options=["-c"])._handle()
+
+
+def test_explain(cache):
+    info = cache.explain(EXAMPLE, OPTS)
+    assert info.image is None and len(info.entries) == 120
+    assert all(len(e.slice_key) == 64 and not e.cached for e in info.entries)
+
+
+def test_tasks_cold_warm_edit(cache):
+    host = Host(range(8))
+    r = cache.build_tasks(host.tasks(), host.codegen, OPTS, version="toy 1")
+    assert host.calls == 8 and r.report.codegen_calls == 8
+    assert [t.metadata for t in r.tasks] == [f"block=128 task={i}".encode() for i in range(8)]
+    assert [e.name for e in r.entries] == [f"k{i}" for i in range(8)]
+    cold_image = r.image
+    # warm: no codegen at all, same image, metadata from the records
+    host2 = Host(range(8))
+    r2 = cache.build_tasks(host2.tasks(), host2.codegen, OPTS, version="toy 1")
+    assert host2.calls == 0 and r2.report.module_hit and r2.image == cold_image
+    assert all(t.cached and not t.codegen_ran for t in r2.tasks)
+    assert r2.tasks[3].metadata == b"block=128 task=3"
+    # edit one task: codegen runs once
+    host3 = Host([0, 1, 2, 99, 4, 5, 6, 7])
+    r3 = cache.build_tasks(host3.tasks(), host3.codegen, OPTS, version="toy 1")
+    assert host3.calls == 1
+    assert [t.codegen_ran for t in r3.tasks] == [i == 3 for i in range(8)]
+    # a different host version shares nothing
+    host4 = Host(range(8))
+    cache.build_tasks(host4.tasks(), host4.codegen, OPTS, version="toy 2")
+    assert host4.calls == 8
+
+
+def test_group_manifest(cache):
+    assert cache.lookup_group(b"source v1", OPTS, version="toy 1") is None
+    host = Host(range(5))
+    r = cache.build_tasks(host.tasks(), host.codegen, OPTS, version="toy 1", group_key=b"source v1")
+    hit = cache.lookup_group(b"source v1", OPTS, version="toy 1")
+    assert hit is not None and hit.report.group_hit and hit.image == r.image
+    assert [t.metadata for t in hit.tasks] == [t.metadata for t in r.tasks]
+    assert cache.lookup_group(b"source v1", OPTS, version="toy 2") is None
+    s = cache.stats()
+    assert s["group_hits"] == 1 and s["group_misses"] == 2 and s["group_records"] == 1
+
+
+def test_missing_task_record_is_rebuilt_not_an_error(cache, tmp_path):
+    host = Host(range(4))
+    first = cache.build_tasks(host.tasks(), host.codegen, OPTS, version="toy 1", group_key=b"g")
+    victim = first.tasks[2].key
+    for p in (tmp_path / "cache").glob(f"v1/sm_90/t/{victim[:2]}/{victim[2:]}"):
+        p.unlink()
+    # the manifest now names a missing record: a miss, not a partial module
+    assert cache.lookup_group(b"g", OPTS, version="toy 1") is None
+    host2 = Host(range(4))
+    again = cache.build_tasks(host2.tasks(), host2.codegen, OPTS, version="toy 1", group_key=b"g")
+    assert host2.calls == 1 and again.tasks[2].codegen_ran
+    assert again.image == first.image
+    assert cache.lookup_group(b"g", OPTS, version="toy 1") is not None
+
+
+def test_codegen_errors_and_serialization(cache):
+    def failing(index, task):
+        raise RuntimeError(f"cannot lower task {index}")
+    with pytest.raises(tc.TaskcacheError) as exc:
+        cache.build_tasks([tc.Task("k0", b"x")], failing, OPTS, version="toy 1")
+    assert "cannot lower task 0" in str(exc.value)
+    assert cache.stats()["task_records"] == 0
+    # serialized codegen never overlaps
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def slow(index, task):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        import time
+        time.sleep(0.01)
+        with lock:
+            active[0] -= 1
+        return task_ptx(task.name, index)
+    tasks = [tc.Task(f"s{i}", f"s{i}".encode()) for i in range(6)]
+    cache.build_tasks(tasks, slow, tc.Options(arch="sm_90", jobs=4), version="toy 1",
+                      serialize=True)
+    assert peak[0] == 1
+
+
+def test_bad_task_ptx_names_the_task(cache):
+    def broken(index, task):
+        return ".version 8.0\n.target sm_90\n.entry oops( {\n"
+    with pytest.raises(tc.TaskcacheError) as exc:
+        cache.build_tasks([tc.Task("broken_task", b"b")], broken, OPTS, version="toy 1")
+    assert "broken_task:3: error:" in str(exc.value)
+
+
+def test_one_cache_many_threads(cache):
+    errors, results = [], {}
+
+    def work(i):
+        try:
+            host = Host([i * 10 + k for k in range(3)])
+            r = cache.build_tasks(host.tasks(), host.codegen, OPTS, version=f"thread {i}")
+            results[i] = len(r.entries)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == {i: 3 for i in range(4)}
+
+
+def test_loading_without_a_gpu_is_a_clear_error(cache):
+    r = cache.build(EXAMPLE, OPTS)
+    try:
+        with r.load() as m:
+            k = m.kernel(r.entries[0].name)
+            assert k.max_threads_per_block > 0
+    except tc.TaskcacheError as e:
+        assert e.status == "TC_ERR_DRIVER" and e.message
