@@ -124,9 +124,12 @@ typedef struct tc_stats {
     uint64_t task_hits, task_misses;   /* keyed tasks (tc_build_tasks) */
     uint64_t codegen_calls;            /* host codegen callbacks run */
     uint64_t group_hits, group_misses; /* group manifests (tc_lookup_group) */
+    uint64_t evictions;                /* records removed to keep within the limit */
+    uint64_t waited;                   /* units another process compiled for us */
     /* what is on disk now */
     uint64_t module_records, unit_records, task_records, group_records;
     uint64_t disk_bytes;
+    uint64_t max_size;                 /* the size limit in bytes */
 } tc_stats;
 
 /* Reads the statistics. Thread-safe. */
@@ -134,6 +137,32 @@ TC_API tc_status tc_cache_stats(tc_cache *cache, tc_stats *out, tc_error *err);
 
 /* Resets the counters (records stay). */
 TC_API tc_status tc_cache_zero_stats(tc_cache *cache, tc_error *err);
+
+/* The cache's size limit: $TASKCACHE_MAXSIZE, else "max_size = 5G" in
+ * <dir>/taskcache.conf, else 5 GiB. After each build, when the cache has
+ * grown past it, the least recently used records of every tier are evicted
+ * until it holds 90% of it (one process cleans at a time). 0 means no
+ * limit. The setter applies to this handle only. */
+TC_API uint64_t tc_cache_max_size(const tc_cache *cache);
+/* Reads a size such as "5G", "500M", "64K" or "1024" (binary units).
+ * @return TC_OK, or TC_ERR_INVALID when s is not a size. */
+TC_API tc_status tc_parse_size(const char *s, uint64_t *bytes);
+TC_API void tc_cache_set_max_size(tc_cache *cache, uint64_t bytes);
+
+typedef struct tc_gc_report {
+    uint64_t evicted_files, evicted_bytes;
+    uint64_t files, bytes;       /* what remains */
+    uint64_t temps_removed;      /* temporaries left behind by killed writers */
+    int skipped;                 /* another process was cleaning already */
+} tc_gc_report;
+
+/* Cleans the cache now: LRU eviction down to 90% of max_bytes (0: the
+ * cache's limit), removal of every record unused for older_than_seconds
+ * (< 0: none), of stale temporaries and of links planted in the cache.
+ * A module record never needs the unit records it was built from, so
+ * eviction never breaks a hit; anything evicted is rebuilt when needed. */
+TC_API tc_status tc_cache_gc(tc_cache *cache, uint64_t max_bytes, int64_t older_than_seconds,
+                             tc_gc_report *out, tc_error *err);
 
 /* Removes every record and resets the counters. Safe while other processes
  * use the cache: they see misses. */

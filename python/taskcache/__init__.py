@@ -77,8 +77,8 @@ class _Stats(ctypes.Structure):
         "builds", "module_hits", "module_misses", "unit_hits", "unit_misses", "compiles",
         "compile_errors", "whole_builds", "records_written", "bytes_written", "bad_records",
         "store_errors", "task_hits", "task_misses", "codegen_calls", "group_hits",
-        "group_misses", "module_records", "unit_records", "task_records", "group_records",
-        "disk_bytes")]
+        "group_misses", "evictions", "waited", "module_records", "unit_records",
+        "task_records", "group_records", "disk_bytes", "max_size")]
 
 
 class _Report(ctypes.Structure):

@@ -267,6 +267,9 @@ tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
     out->codegen_calls = k.v[TC_C_CODEGEN];
     out->group_hits = k.v[TC_C_GROUP_HITS];
     out->group_misses = k.v[TC_C_GROUP_MISSES];
+    out->evictions = k.v[TC_C_EVICTIONS];
+    out->waited = k.v[TC_C_WAITED];
+    out->max_size = tc_store_max_size(c->store);
     uint64_t counts[4];
     tc_store_count(c->store, counts, &out->disk_bytes);
     out->unit_records = counts[0];
@@ -284,12 +287,45 @@ tc_status tc_cache_zero_stats(tc_cache *c, tc_error *err)
     return TC_OK;
 }
 
+uint64_t tc_cache_max_size(const tc_cache *c) { return tc_store_max_size(c->store); }
+
+void tc_cache_set_max_size(tc_cache *c, uint64_t bytes) { tc_store_set_max_size(c->store, bytes); }
+
+tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
+                      tc_gc_report *out, tc_error *err)
+{
+    tc_clear_error(err);
+    tc_gc_result g;
+    if (tc_store_gc(c->store, max_bytes ? max_bytes : tc_store_max_size(c->store),
+                    older_than_seconds, &g) != 0)
+        return tc_set_error(err, TC_ERR_IO, "cannot clean %s: %s", c->dir,
+                            tc_store_warning(c->store) ? tc_store_warning(c->store)
+                                                       : "the cache is not usable");
+    if (out) {
+        out->evicted_files = g.evicted_files;
+        out->evicted_bytes = g.evicted_bytes;
+        out->files = g.files_after;
+        out->bytes = g.bytes_after;
+        out->temps_removed = g.temps_removed;
+        out->skipped = g.skipped;
+    }
+    if (!g.skipped) {
+        tc_counters d;
+        memset(&d, 0, sizeof d);
+        d.v[TC_C_EVICTIONS] = g.evicted_files;
+        (void)tc_stats_add(c->dir, &d, NULL);
+        (void)tc_stats_set(c->dir, TC_C_CACHE_BYTES, g.bytes_after);
+    }
+    return TC_OK;
+}
+
 tc_status tc_cache_clear(tc_cache *c, tc_error *err)
 {
     tc_clear_error(err);
     if (tc_store_clear(c->store) != 0)
         return tc_set_error(err, TC_ERR_IO, "cannot remove every record under %s", c->dir);
-    if (tc_stats_zero(c->dir) != 0 && !tc_store_warning(c->store))
+    if ((tc_stats_zero(c->dir) != 0 || tc_stats_set(c->dir, TC_C_CACHE_BYTES, 0) != 0) &&
+        !tc_store_warning(c->store))
         return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
     return TC_OK;
 }

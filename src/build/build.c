@@ -204,12 +204,32 @@ void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings)
 
 void tc_build_count_put(tc_build_ctx *b, long long written)
 {
+    pthread_mutex_lock(&b->delta_lock); /* compile workers publish too */
     if (written < 0) {
         b->delta.v[TC_C_STORE_ERRORS]++;
     } else {
         b->delta.v[TC_C_RECORDS_WRITTEN]++;
         b->delta.v[TC_C_BYTES_WRITTEN] += (uint64_t)written;
+        b->delta.v[TC_C_CACHE_BYTES] += (uint64_t)written;
     }
+    pthread_mutex_unlock(&b->delta_lock);
+}
+
+/* Keeps the cache under its size limit: the size estimate kept in the
+ * statistics decides when a cleanup is due; the cleanup measures. */
+static void keep_within_limit(tc_build_ctx *b, const tc_counters *after)
+{
+    uint64_t limit = tc_store_max_size(b->store);
+    if (!limit || after->v[TC_C_CACHE_BYTES] <= limit)
+        return;
+    tc_gc_result g;
+    if (tc_store_gc(b->store, limit, -1, &g) != 0 || g.skipped)
+        return;
+    tc_counters d;
+    memset(&d, 0, sizeof d);
+    d.v[TC_C_EVICTIONS] = g.evicted_files;
+    (void)tc_stats_add(b->cache->dir, &d, NULL);
+    (void)tc_stats_set(b->cache->dir, TC_C_CACHE_BYTES, g.bytes_after);
 }
 
 /* ---- entries and resources ----------------------------------------------------- */
@@ -415,6 +435,7 @@ int tc_build_begin(tc_build_ctx *b, tc_cache *cache, const tc_options *opts, con
                    int explain)
 {
     memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->delta_lock, NULL);
     b->t0 = now();
     b->cache = cache;
     b->o = opts;
@@ -441,7 +462,9 @@ tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
     if (!b->explain && b->store && !tc_store_warning(b->store)) {
         if (!b->lookup)
             b->delta.v[TC_C_BUILDS]++;
-        (void)tc_stats_add(b->cache->dir, &b->delta); /* statistics never fail a build */
+        tc_counters after; /* statistics never fail a build */
+        if (tc_stats_add(b->cache->dir, &b->delta, &after) == 0)
+            keep_within_limit(b, &after);
     }
     double t0 = b->t0;
     tc_build_ctx_free(b);
@@ -470,6 +493,7 @@ static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx,
 
 void tc_build_ctx_free(tc_build_ctx *b)
 {
+    pthread_mutex_destroy(&b->delta_lock);
     tc_build_units_free(b);
     tc_slicer_free(b->slicer);
     if (b->parsed)

@@ -25,6 +25,9 @@ typedef struct tc_unit {
     size_t nmeta;
     int exit_code;
     int spawn_failed;
+    int compiled;           /* compiled by this build */
+    int waited;             /* another process compiled it while we waited */
+    double deferred_since;  /* when its lease was first found held */
 } tc_unit;
 
 typedef struct tc_build_ctx {
@@ -46,7 +49,8 @@ typedef struct tc_build_ctx {
     tc_keyctx kc;
     char plan[32];
     tc_digest module_key;
-    tc_counters delta;
+    tc_counters delta;      /* statistics of this build */
+    pthread_mutex_t delta_lock;
     char *scratch;
     tc_ptx_module m;
     int parsed;

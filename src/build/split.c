@@ -116,19 +116,25 @@ static int decode_unit(tc_unit *u, const char *payload, size_t len)
     return rc < 0 || !have_object || u->object.oom || u->log.oom ? -1 : 0;
 }
 
-static int lookup_unit(tc_build_ctx *b, tc_unit *u)
+/* Reads a unit's record; count_bad: whether a bad record counts in the
+ * statistics (only the first look of a build counts). */
+static int lookup_unit(tc_build_ctx *b, tc_unit *u, int count_bad)
 {
     char *payload = NULL;
     size_t len = 0;
     int bad = 0;
     if (!tc_store_get(b->store, b->o->arch, TC_REC_UNIT, &u->key, &payload, &len, &bad)) {
-        b->delta.v[TC_C_BAD_RECORDS] += bad;
+        pthread_mutex_lock(&b->delta_lock);
+        b->delta.v[TC_C_BAD_RECORDS] += bad && count_bad;
+        pthread_mutex_unlock(&b->delta_lock);
         return 0;
     }
     int ok = decode_unit(u, payload, len) == 0;
     free(payload);
     if (!ok) {
-        b->delta.v[TC_C_BAD_RECORDS]++;
+        pthread_mutex_lock(&b->delta_lock);
+        b->delta.v[TC_C_BAD_RECORDS] += count_bad;
+        pthread_mutex_unlock(&b->delta_lock);
         tc_sb_reset(&u->object);
         tc_sb_reset(&u->log);
         for (size_t k = 0; k < u->nmeta; k++)
@@ -140,15 +146,39 @@ static int lookup_unit(tc_build_ctx *b, tc_unit *u)
     return ok;
 }
 
-static void store_unit(tc_build_ctx *b, tc_unit *u, const tc_entry_info *entries)
+/* The unit's kernels with their metadata, resources from its ptxas log. */
+static tc_entry_info *unit_entries(tc_build_ctx *b, const tc_unit *u)
 {
+    tc_entry_info *e = calloc(u->count ? u->count : 1, sizeof *e);
+    if (!e)
+        return NULL;
+    uint32_t k = 0;
+    for (; k < u->count; k++)
+        if (tc_entry_from_stmt(&b->m, tc_slicer_entry(b->slicer, u->first + k), &e[k]) != 0)
+            break;
+    if (k == u->count && tc_build_resources_from_log(e, u->count, u->log.data ? u->log.data : "",
+                                                     u->log.len) == 0)
+        return e;
+    for (uint32_t i = 0; i < k; i++)
+        tc_entry_clear(&e[i]);
+    free(e);
+    return NULL;
+}
+
+static void store_unit(tc_build_ctx *b, tc_unit *u)
+{
+    tc_entry_info *entries = unit_entries(b, u);
+    if (!entries)
+        return;
     tc_sb p = TC_SB_INIT, e = TC_SB_INIT;
     tc_field_put(&p, TC_F_OBJECT, u->object.data, u->object.len);
     for (uint32_t i = 0; i < u->count; i++) {
         tc_sb_reset(&e);
-        tc_entry_encode(&entries[u->first + i], &e);
+        tc_entry_encode(&entries[i], &e);
         tc_field_put(&p, TC_F_ENTRY, e.data, e.len);
+        tc_entry_clear(&entries[i]);
     }
+    free(entries);
     if (u->log.len)
         tc_field_put(&p, TC_F_LOG, u->log.data, u->log.len);
     if (!p.oom)
@@ -172,7 +202,7 @@ static tc_status key_units(tc_build_ctx *b)
         u->cost = u->map.text.len;
         if (b->explain) {
             u->hit = use_cache && tc_store_has(b->store, b->o->arch, TC_REC_UNIT, &u->key);
-        } else if (use_cache && lookup_unit(b, u)) {
+        } else if (use_cache && lookup_unit(b, u, 1)) {
             u->hit = 1;
             b->delta.v[TC_C_UNIT_HITS]++;
         } else {
@@ -199,11 +229,18 @@ static tc_status key_units(tc_build_ctx *b)
 
 typedef struct pool {
     tc_build_ctx *b;
-    size_t *todo;   /* unit indices, largest first */
-    size_t ntodo;
+    size_t *todo;   /* unit indices, largest first; deferred ones go back */
+    size_t ntodo;   /* entries in todo */
     size_t next;
+    size_t done;    /* units finished (compiled, failed or found) */
+    size_t total;
     pthread_mutex_t lock;
 } pool;
+
+/* How long a unit waits for another process that holds its lease before
+ * compiling it anyway: a live but stuck holder never blocks us forever (a
+ * dead one releases the lease at once). */
+#define LEASE_WAIT_SECONDS 300.0
 
 static void compile_unit(tc_build_ctx *b, tc_unit *u)
 {
@@ -213,6 +250,39 @@ static void compile_unit(tc_build_ctx *b, tc_unit *u)
         u->exit_code = -1;
     }
     tc_sb_free(&u->map.text); /* only the line map is needed from here on */
+    u->compiled = 1;
+    /* Published at once: another process waiting on this unit's lease gets
+     * it now, and a build killed later keeps what it finished. */
+    if (u->exit_code == 0 && !u->spawn_failed && b->store && b->o->unit_tier)
+        store_unit(b, u);
+}
+
+/* One unit: compile it, unless another process holds its lease, in which
+ * case it is deferred and retried until that process has published it. 0
+ * done, 1 deferred. */
+static int process_unit(tc_build_ctx *b, tc_unit *u)
+{
+    int fd = -1, lease = -1;
+    if (b->store && b->o->unit_tier)
+        lease = tc_store_lock(b->store, b->o->arch, TC_REC_UNIT, &u->key, &fd);
+    if (lease == 1 || lease == 0) {
+        /* someone published it while we were getting here? */
+        if (lookup_unit(b, u, 0)) {
+            u->hit = u->waited = 1;
+            tc_store_unlock(fd);
+            return 0;
+        }
+    }
+    if (lease == 1) {
+        double now = tc_build_now();
+        if (!u->deferred_since)
+            u->deferred_since = now;
+        if (now - u->deferred_since < LEASE_WAIT_SECONDS)
+            return 1;
+    }
+    compile_unit(b, u);
+    tc_store_unlock(fd);
+    return 0;
 }
 
 static void *worker(void *arg)
@@ -220,11 +290,31 @@ static void *worker(void *arg)
     pool *p = arg;
     for (;;) {
         pthread_mutex_lock(&p->lock);
+        if (p->done == p->total) {
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
         size_t i = p->next < p->ntodo ? p->todo[p->next++] : (size_t)-1;
         pthread_mutex_unlock(&p->lock);
-        if (i == (size_t)-1)
-            return NULL;
-        compile_unit(p->b, &p->b->units[i]);
+        if (i == (size_t)-1) {
+            /* only units held by other processes are left */
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        int deferred = process_unit(p->b, &p->b->units[i]);
+        pthread_mutex_lock(&p->lock);
+        if (deferred) {
+            /* to the back of the queue todo[next..ntodo): i came from
+             * todo[next - 1], so the queue slides down one slot */
+            memmove(p->todo + p->next - 1, p->todo + p->next,
+                    (p->ntodo - p->next) * sizeof *p->todo);
+            p->todo[p->ntodo - 1] = i;
+            p->next--;
+        } else {
+            p->done++;
+        }
+        pthread_mutex_unlock(&p->lock);
     }
 }
 
@@ -258,6 +348,7 @@ static tc_status compile_misses(tc_build_ctx *b)
         p.todo[i] = (size_t)(order[i] & UINT32_MAX);
     free(order);
     pthread_mutex_init(&p.lock, NULL);
+    p.total = p.ntodo;
     size_t nthreads = (size_t)b->o->jobs < p.ntodo ? (size_t)b->o->jobs : p.ntodo;
     pthread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
     size_t started = 0;
@@ -272,8 +363,17 @@ static tc_status compile_misses(tc_build_ctx *b)
     for (size_t i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
     b->r->report.seconds_compile = tc_build_now() - t;
-    b->r->report.units_compiled = (uint32_t)p.ntodo;
-    b->delta.v[TC_C_COMPILES] += p.ntodo;
+    size_t compiled = 0, waited = 0;
+    for (size_t i = 0; i < b->nunits; i++) {
+        compiled += (size_t)b->units[i].compiled;
+        waited += (size_t)b->units[i].waited;
+    }
+    b->r->report.units_compiled = (uint32_t)compiled;
+    b->r->report.unit_hits += (uint32_t)waited;
+    b->delta.v[TC_C_COMPILES] += compiled;
+    b->delta.v[TC_C_WAITED] += waited;
+    b->delta.v[TC_C_UNIT_HITS] += waited;
+    b->delta.v[TC_C_UNIT_MISSES] -= waited;
     free(threads);
     free(p.todo);
     pthread_mutex_destroy(&p.lock);
@@ -429,13 +529,8 @@ tc_status tc_build_split(tc_build_ctx *b)
         st = fill_entries(b);
     if (st == TC_OK)
         st = link_units(b);
-    if (st == TC_OK && b->store) {
-        for (size_t i = 0; b->o->unit_tier && i < b->nunits; i++)
-            if (!b->units[i].hit)
-                store_unit(b, &b->units[i], r->entries);
-        if (b->o->module_tier)
-            tc_build_store_module(b, &warnings);
-    }
+    if (st == TC_OK && b->store && b->o->module_tier)
+        tc_build_store_module(b, &warnings);
     tc_sb_free(&warnings);
     return st;
 }

@@ -25,6 +25,7 @@ static const char usage_main[] =
     "  build IN.ptx -o OUT.cubin --arch sm_XX [options]   build a linked cubin\n"
     "  explain IN.ptx --arch sm_XX [options]              show kernels, unit keys, hits/misses\n"
     "  stats [--json] [--zero]                            cache statistics\n"
+    "  gc [--max-size SIZE] [--evict-older-than AGE]      evict least recently used records\n"
     "  clear                                              remove every cached record\n"
     "  help [command]                                     help for a command\n"
     "  version                                            print versions\n"
@@ -64,6 +65,8 @@ static const char usage_build[] =
     "  --no-module-cache           skip whole-module records (debugging)\n"
     "  --no-unit-cache             skip unit records (debugging)\n"
     "  --no-split                  compile the module whole (debugging)\n"
+    "  --max-size SIZE             cache size limit for this run (e.g. 2G, 500M; 0 = none;\n"
+    "                              default $TASKCACHE_MAXSIZE, taskcache.conf, or 5G)\n"
     "  --unit-cost N               target size of a compile unit, in PTX statements\n"
     "  -v, --verbose               print what was reused and compiled\n"
     "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
@@ -80,6 +83,19 @@ static const char usage_stats[] =
     "\n"
     "Prints the cache's counters (summed over every process that used it) and\n"
     "what is on disk. --zero resets the counters afterwards.\n";
+
+static const char usage_gc[] =
+    "usage: taskcache gc [--cache-dir DIR] [--max-size SIZE] [--evict-older-than AGE]\n"
+    "\n"
+    "Evicts the least recently used records (of every tier) until the cache\n"
+    "holds 90%% of SIZE (default: the cache's limit: $TASKCACHE_MAXSIZE, else\n"
+    "max_size in DIR/taskcache.conf, else 5G), and every record unused for\n"
+    "AGE (e.g. 30d, 12h, 90m, 3600 seconds). Builds do the size part on their\n"
+    "own when the cache outgrows its limit. Also removes temporary files left\n"
+    "by killed processes. Safe while other processes use the cache.\n"
+    "\n"
+    "DIR/taskcache.conf holds 'max_size = 10G' and 'shared = true' (a cache\n"
+    "shared by a group: directories 2770, files 0660; default private, 0700).\n";
 
 static const char usage_clear[] =
     "usage: taskcache clear [--cache-dir DIR]\n"
@@ -100,6 +116,8 @@ typedef struct args {
     const char *output;
     const char *cache_dir;
     int no_cache, verbose, quiet, json, zero, full_keys;
+    const char *max_size;
+    const char *older_than;
     tc_options *opts;
 } args;
 
@@ -204,6 +222,8 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
                 return usage_error("%s needs an option", "-Xptxas");
             if ((rc = add_opt(a, v)))
                 return rc;
+        } else if ((v = value_of(argc, argv, &i, "--max-size", 0))) {
+            a->max_size = v;
         } else if ((v = value_of(argc, argv, &i, "--compiler", 0))) {
             if (!strcmp(v, "ptxas"))
                 tc_options_set_compiler(a->opts, TC_COMPILER_PTXAS);
@@ -253,6 +273,10 @@ static int parse_cache_args(int argc, char **argv, args *a, const char *usage)
             a->cache_dir = v;
         } else if (!strcmp(argv[i], "--json")) {
             a->json = 1;
+        } else if ((v = value_of(argc, argv, &i, "--max-size", 0))) {
+            a->max_size = v;
+        } else if ((v = value_of(argc, argv, &i, "--evict-older-than", 0))) {
+            a->older_than = v;
         } else if (!strcmp(argv[i], "--zero")) {
             a->zero = 1;
         } else {
@@ -356,6 +380,27 @@ static int exit_for(tc_status s)
     }
 }
 
+/* "30d", "12h", "90m", "45s", "3600" (seconds). */
+static int parse_age(const char *s, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 0)
+        return -1;
+    long long mult = 1;
+    switch (*end) {
+    case 'd': mult = 86400; end++; break;
+    case 'h': mult = 3600; end++; break;
+    case 'm': mult = 60; end++; break;
+    case 's': end++; break;
+    default: break;
+    }
+    if (*end)
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
 static int line_has(const char *line, size_t n, const char *needle)
 {
     size_t k = strlen(needle);
@@ -408,6 +453,14 @@ static int cmd_build(int argc, char **argv, int explain)
         goto done;
     if (!a.no_cache && !(cache = open_cache(a.cache_dir)))
         goto done;
+    if (cache && a.max_size) {
+        uint64_t bytes;
+        if (tc_parse_size(a.max_size, &bytes) != 0) {
+            rc = usage_error("--max-size takes a size like 5G or 500M, not '%s'", a.max_size);
+            goto done;
+        }
+        tc_cache_set_max_size(cache, bytes);
+    }
     const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
     tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
                            : tc_build(cache, a.opts, ptx, len, name, &r);
@@ -499,6 +552,8 @@ static int cmd_stats(int argc, char **argv)
     int rc = parse_cache_args(argc, argv, &a, usage_stats);
     if (rc)
         return rc;
+    if (a.max_size || a.older_than)
+        return usage_error("%s", "stats takes --cache-dir, --json and --zero");
     tc_cache *c = open_cache(a.cache_dir);
     if (!c)
         return EXIT_FAIL;
@@ -517,7 +572,8 @@ static int cmd_stats(int argc, char **argv)
                "\"store_errors\": %llu, \"task_hits\": %llu, \"task_misses\": %llu, "
                "\"codegen_calls\": %llu, \"group_hits\": %llu, \"group_misses\": %llu, "
                "\"module_records\": %llu, \"unit_records\": %llu, \"task_records\": %llu, "
-               "\"group_records\": %llu, \"disk_bytes\": %llu}\n",
+               "\"group_records\": %llu, \"disk_bytes\": %llu, \"evictions\": %llu, "
+               "\"waited\": %llu, \"max_size\": %llu}\n",
                tc_cache_dir(c), (unsigned long long)s.builds, (unsigned long long)s.module_hits,
                (unsigned long long)s.module_misses, (unsigned long long)s.unit_hits,
                (unsigned long long)s.unit_misses, (unsigned long long)s.compiles,
@@ -528,7 +584,9 @@ static int cmd_stats(int argc, char **argv)
                (unsigned long long)s.codegen_calls, (unsigned long long)s.group_hits,
                (unsigned long long)s.group_misses, (unsigned long long)s.module_records,
                (unsigned long long)s.unit_records, (unsigned long long)s.task_records,
-               (unsigned long long)s.group_records, (unsigned long long)s.disk_bytes);
+               (unsigned long long)s.group_records, (unsigned long long)s.disk_bytes,
+               (unsigned long long)s.evictions, (unsigned long long)s.waited,
+               (unsigned long long)s.max_size);
     } else {
         char disk[32], written[32];
         human_bytes(s.disk_bytes, disk, sizeof disk);
@@ -554,6 +612,8 @@ static int cmd_stats(int argc, char **argv)
         printf("%-34s %12llu  (%s)\n", "records written", (unsigned long long)s.records_written,
                written);
         pct_line("bad records (rebuilt)", s.bad_records, 0);
+        pct_line("waited for another process", s.waited, 0);
+        pct_line("evicted records", s.evictions, 0);
         pct_line("records not written", s.store_errors, 0);
         printf("%-34s %12llu\n", "module records on disk", (unsigned long long)s.module_records);
         printf("%-34s %12llu\n", "unit records on disk", (unsigned long long)s.unit_records);
@@ -562,11 +622,60 @@ static int cmd_stats(int argc, char **argv)
             printf("%-34s %12llu\n", "group manifests on disk",
                    (unsigned long long)s.group_records);
         }
+        char limit[32];
+        human_bytes(s.max_size, limit, sizeof limit);
         printf("%-34s %12s\n", "size on disk", disk);
+        printf("%-34s %12s\n", "size limit", s.max_size ? limit : "none");
     }
     if (a.zero && tc_cache_zero_stats(c, &err) != TC_OK) {
         fprintf(stderr, "%s: error: %s\n", prog, err.message);
         rc = EXIT_FAIL;
+    }
+    tc_cache_close(c);
+    return rc;
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+    args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_cache_args(argc, argv, &a, usage_gc);
+    if (rc)
+        return rc;
+    if (a.zero)
+        return usage_error("%s", "gc does not take --zero");
+    uint64_t max = 0;
+    int64_t age = -1;
+    if (a.max_size && tc_parse_size(a.max_size, &max) != 0)
+        return usage_error("--max-size takes a size like 5G or 500M, not '%s'", a.max_size);
+    if (a.older_than && parse_age(a.older_than, &age) != 0)
+        return usage_error("--evict-older-than takes an age like 30d, 12h or 90m, not '%s'",
+                           a.older_than);
+    tc_cache *c = open_cache(a.cache_dir);
+    if (!c)
+        return EXIT_FAIL;
+    tc_gc_report g;
+    tc_error err;
+    if (tc_cache_gc(c, max, age, &g, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        rc = EXIT_FAIL;
+    } else if (g.skipped) {
+        printf("another process is cleaning %s; nothing done\n", tc_cache_dir(c));
+    } else {
+        char ev[32], left[32];
+        human_bytes(g.evicted_bytes, ev, sizeof ev);
+        human_bytes(g.bytes, left, sizeof left);
+        if (a.json)
+            printf("{\"evicted_files\": %llu, \"evicted_bytes\": %llu, \"files\": %llu, "
+                   "\"bytes\": %llu, \"temps_removed\": %llu}\n",
+                   (unsigned long long)g.evicted_files, (unsigned long long)g.evicted_bytes,
+                   (unsigned long long)g.files, (unsigned long long)g.bytes,
+                   (unsigned long long)g.temps_removed);
+        else
+            printf("evicted %llu records (%s); %llu records (%s) remain; %llu stale "
+                   "temporaries removed\n",
+                   (unsigned long long)g.evicted_files, ev, (unsigned long long)g.files, left,
+                   (unsigned long long)g.temps_removed);
     }
     tc_cache_close(c);
     return rc;
@@ -579,7 +688,7 @@ static int cmd_clear(int argc, char **argv)
     int rc = parse_cache_args(argc, argv, &a, usage_clear);
     if (rc)
         return rc;
-    if (a.json || a.zero)
+    if (a.json || a.zero || a.max_size || a.older_than)
         return usage_error("%s", "clear takes only --cache-dir");
     tc_cache *c = open_cache(a.cache_dir);
     if (!c)
@@ -610,6 +719,8 @@ int main(int argc, char **argv)
         return cmd_stats(argc - 2, argv + 2);
     if (!strcmp(cmd, "clear"))
         return cmd_clear(argc - 2, argv + 2);
+    if (!strcmp(cmd, "gc"))
+        return cmd_gc(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("taskcache %s (%s)\n", tc_version(),
                tc_have_inprocess_compiler() ? "with the in-process compiler" : "ptxas backend");
@@ -623,6 +734,8 @@ int main(int argc, char **argv)
             fputs(usage_stats, stdout);
         else if (!strcmp(topic, "clear"))
             fputs(usage_clear, stdout);
+        else if (!strcmp(topic, "gc"))
+            fputs(usage_gc, stdout);
         else if (!*topic)
             fputs(usage_main, stdout);
         else

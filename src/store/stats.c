@@ -17,7 +17,7 @@ static const char *names[TC_NCOUNTERS] = {
     "unit_misses",     "compiles",        "compile_errors", "whole_builds",
     "records_written", "bytes_written",   "bad_records",   "store_errors",
     "task_hits",       "task_misses",     "codegen_calls", "group_hits",
-    "group_misses",
+    "group_misses",    "evictions",       "cache_bytes",   "waited_for_others",
 };
 
 const char *tc_counter_name(int i) { return i >= 0 && i < TC_NCOUNTERS ? names[i] : "?"; }
@@ -43,7 +43,8 @@ void tc_stats_read(const char *root, tc_counters *out)
     free(path);
 }
 
-static int update(const char *root, const tc_counters *delta, int zero)
+static int update(const char *root, const tc_counters *delta, tc_counters *after, int zero,
+                  int set, uint64_t value)
 {
     char *lockp = tc_path_join(root, "stats.lock"), *path = tc_path_join(root, "stats");
     int rc = -1, fd = -1;
@@ -59,11 +60,15 @@ static int update(const char *root, const tc_counters *delta, int zero)
         tc_stats_read(root, &c);
     for (int i = 0; delta && i < TC_NCOUNTERS; i++)
         c.v[i] += delta->v[i];
+    if (set >= 0 && set < TC_NCOUNTERS)
+        c.v[set] = value;
     tc_sb text = TC_SB_INIT;
     for (int i = 0; i < TC_NCOUNTERS; i++)
         tc_sb_printf(&text, "%s %llu\n", names[i], (unsigned long long)c.v[i]);
     rc = text.oom ? -1 : tc_write_atomic(path, text.data, text.len, 0600);
     tc_sb_free(&text);
+    if (rc == 0 && after)
+        *after = c;
 done:
     if (fd >= 0)
         close(fd); /* releases the lock */
@@ -72,6 +77,20 @@ done:
     return rc;
 }
 
-int tc_stats_add(const char *root, const tc_counters *delta) { return update(root, delta, 0); }
+int tc_stats_add(const char *root, const tc_counters *delta, tc_counters *after)
+{
+    return update(root, delta, after, 0, -1, 0);
+}
 
-int tc_stats_zero(const char *root) { return update(root, NULL, 1); }
+int tc_stats_set(const char *root, int counter, uint64_t value)
+{
+    return update(root, NULL, NULL, 0, counter, value);
+}
+
+int tc_stats_zero(const char *root)
+{
+    /* the size estimate is a property of the disk, not a statistic */
+    tc_counters c;
+    tc_stats_read(root, &c);
+    return update(root, NULL, NULL, 1, TC_C_CACHE_BYTES, c.v[TC_C_CACHE_BYTES]);
+}

@@ -26,6 +26,9 @@ enum {
     TC_C_CODEGEN,
     TC_C_GROUP_HITS,
     TC_C_GROUP_MISSES,
+    TC_C_EVICTIONS,
+    TC_C_CACHE_BYTES,   /* approximate bytes of records on disk; exact after gc */
+    TC_C_WAITED,        /* units another process compiled while we waited */
     TC_NCOUNTERS
 };
 
@@ -35,9 +38,11 @@ typedef struct tc_counters {
 
 const char *tc_counter_name(int i);
 
-/* Adds delta to the counters in root. 0, or -1 when they could not be
- * updated. */
-int tc_stats_add(const char *root, const tc_counters *delta);
+/* Adds delta to the counters in root; *after (may be NULL) receives the
+ * new totals. 0, or -1 when they could not be updated. */
+int tc_stats_add(const char *root, const tc_counters *delta, tc_counters *after);
+/* Sets one counter (the cache size after a cleanup). */
+int tc_stats_set(const char *root, int counter, uint64_t value);
 /* Reads the counters (all zero when there are none yet). */
 void tc_stats_read(const char *root, tc_counters *out);
 /* Resets the counters. */

@@ -9,7 +9,8 @@
  * renamed into place, so readers take no locks and never see a partial
  * record. Nothing here ever fails a build: a record that cannot be read or
  * verified is a miss, one that cannot be written is skipped with a
- * warning. Symbolic links inside the cache are never followed. */
+ * warning. Symbolic links inside the cache are never followed. Every hit
+ * refreshes the record's modification time, the clock of LRU eviction. */
 #ifndef TC_STORE_STORE_H
 #define TC_STORE_STORE_H
 
@@ -49,5 +50,34 @@ int tc_store_clear(tc_store *st);
 
 /* Counts records on disk: units, modules, tasks, groups; and their bytes. */
 void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes);
+
+/* The size limit: <root>/taskcache.conf "max_size", $TASKCACHE_MAXSIZE, or
+ * 5 GiB; the setter overrides them. */
+uint64_t tc_store_max_size(const tc_store *st);
+void tc_store_set_max_size(tc_store *st, uint64_t bytes);
+/* tc_parse_size (taskcache.h) reads the sizes of the configuration. */
+
+/* A compile lease on a record: an flock on <record>.lock, released when
+ * the holder unlocks or dies. Returns 0 with *fd when acquired, 1 when
+ * another process holds it, -1 when locking is unavailable (proceed
+ * without). Never blocks. */
+int tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_digest *key, int *fd);
+void tc_store_unlock(int fd);
+
+typedef struct tc_gc_result {
+    uint64_t files_before, bytes_before;
+    uint64_t evicted_files, evicted_bytes;
+    uint64_t files_after, bytes_after;
+    uint64_t temps_removed;   /* temporaries left by killed writers */
+    int skipped;              /* another process was cleaning */
+} tc_gc_result;
+
+/* Evicts least-recently-used records (by modification time, refreshed on
+ * every hit) over all tiers until the cache holds at most 90% of
+ * max_bytes (0: no size limit), and every record older than older_than_s
+ * seconds (-1: none); removes stale temporaries, stale lock files and
+ * planted links. One cleaner at a time (gc.lock); a concurrent call
+ * returns at once with skipped set. 0, or -1 when the cache is unusable. */
+int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out);
 
 #endif

@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-int tc_read_file(const char *path, int nofollow, char **data, size_t *len)
+int tc_read_file_at(int dirfd, const char *name, int nofollow, char **data, size_t *len)
 {
     int flags = O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-    int fd = open(path, flags);
+    int fd = openat(dirfd, name, flags);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -65,6 +65,11 @@ int tc_read_file(const char *path, int nofollow, char **data, size_t *len)
     return 0;
 }
 
+int tc_read_file(const char *path, int nofollow, char **data, size_t *len)
+{
+    return tc_read_file_at(AT_FDCWD, path, nofollow, data, len);
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
@@ -95,46 +100,68 @@ int tc_write_file(const char *path, const void *data, size_t len)
     return close(fd);
 }
 
-int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
 {
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 64);
+    /* The temporary lives next to its destination so the rename is atomic;
+     * the ".tmp." prefix lets a later cleanup find what a killed writer
+     * left behind. */
+    static unsigned long counter;
+    size_t nl = strlen(name);
+    char *tmp = malloc(nl + 64);
     if (!tmp) {
         errno = ENOMEM;
         return -1;
     }
-    /* The temporary lives next to its destination so rename() is atomic;
-     * its ".tmp." prefix in the name lets cleanup find leftovers. */
-    const char *slash = strrchr(path, '/');
-    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, pl + 64, "%.*s.tmp.%ld.%lx.%s", (int)dl, path, (long)getpid(),
-             (unsigned long)(ts.tv_nsec ^ (long)(size_t)&ts), path + dl);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    unsigned long salt = (unsigned long)ts.tv_nsec ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(tmp, nl + 64, ".tmp.%ld.%lx.%s", (long)getpid(), salt, name);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0) {
         int e = errno;
         free(tmp);
         errno = e;
         return -1;
     }
-    if (write_all(fd, data, len) != 0 || close(fd) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        errno = e;
-        return -1;
+    int rc = write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) != 0 && rc == 0) {
+        rc = -1;
+        e = errno;
     }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        errno = e;
-        return -1;
+    if (rc == 0 && renameat(dirfd, tmp, dirfd, name) != 0) {
+        rc = -1;
+        e = errno;
     }
+    if (rc != 0)
+        unlinkat(dirfd, tmp, 0);
     free(tmp);
-    return 0;
+    errno = e;
+    return rc;
+}
+
+int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return tc_write_atomic_at(AT_FDCWD, path, data, len, mode);
+    char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    if (!dir) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int e = errno;
+    free(dir);
+    if (dfd < 0) {
+        errno = e;
+        return -1;
+    }
+    int rc = tc_write_atomic_at(dfd, slash + 1, data, len, mode);
+    e = errno;
+    close(dfd);
+    errno = e;
+    return rc;
 }
 
 int tc_mkdir_p(const char *path, mode_t mode)

@@ -12,9 +12,13 @@
  * nofollow: refuse to open a symbolic link. Returns 0, or -1 with errno. */
 int tc_read_file(const char *path, int nofollow, char **data, size_t *len);
 
+int tc_read_file_at(int dirfd, const char *name, int nofollow, char **data, size_t *len);
+
 /* Writes data to path atomically with the given mode. Returns 0, or -1 with
  * errno (the temporary file is removed on failure). */
 int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* The same, for a name in the directory dirfd (never following a link). */
+int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
 
 /* Writes data to path directly (for private scratch files). */
 int tc_write_file(const char *path, const void *data, size_t len);

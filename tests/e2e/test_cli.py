@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from conftest import ARCH, TASKCACHE, build, run, stats, tc
+from tchelp import ARCH, TASKCACHE, build, run, stats, tc
 
 SIMPLE = """.version 8.0
 .target sm_90

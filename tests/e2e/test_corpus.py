@@ -5,7 +5,7 @@ whole-module ptxas build."""
 import os
 
 import elfsyms
-from conftest import ARCH, PTXAS, build, run
+from tchelp import ARCH, PTXAS, build, run
 
 
 def whole_module_symbols(ptx, tmp_path):
@@ -48,7 +48,7 @@ def test_every_slice_compiles_and_symbols_match(corpus_ptx, tmp_path):
 
 def test_corpus_is_complete():
     """The corpus really holds the producers the tests claim to cover."""
-    from conftest import corpus_files
+    from tchelp import corpus_files
     names = {os.path.basename(f) for f in corpus_files()}
     assert any(n.endswith(".rdc.ptx") for n in names)
     assert any(n.endswith(".lineinfo.ptx") for n in names)

@@ -4,7 +4,7 @@ and codegen; editing one task runs codegen once."""
 import os
 import re
 
-from conftest import ROOT, TASKCACHE, run
+from tchelp import ROOT, TASKCACHE, run
 
 HOST = os.path.join(os.path.dirname(TASKCACHE), "host_jit")
 TASKS = ROOT / "examples" / "tasks.txt"

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import elfsyms
-from conftest import NVCC, ROOT, build, explain, run, stats, tc
+from tchelp import NVCC, ROOT, build, explain, run, stats, tc
 
 GEN = ROOT / "bench" / "gen_module.py"
 
@@ -40,7 +40,9 @@ def delta(after, before, key):
 
 
 def records(cache):
-    return sorted(p for p in pathlib.Path(cache).glob("v1/*/*/*/*") if p.is_file())
+    """Record files (62 hex digits), not lock files or temporaries."""
+    return sorted(p for p in pathlib.Path(cache).glob("v1/*/*/*/*")
+                  if p.is_file() and len(p.name) == 62 and "." not in p.name)
 
 
 def test_cold_warm_edit(physics, tmp_path):

@@ -4,7 +4,7 @@ change its machine code changes, and never because of unrelated entries."""
 import os
 import stat
 
-from conftest import ARCH, PTXAS, explain, nvcc_ptx, slice_keys
+from tchelp import ARCH, PTXAS, explain, nvcc_ptx, slice_keys
 
 HEADER = r"""
 #include <cstdio>
@@ -106,7 +106,7 @@ def test_target_options_and_compiler_change_every_key(tmp_path, cache):
     ptx = module(tmp_path, "base", ORDER)
     base = slice_keys(ptx, cache)
     other_target = {e["name"]: e["slice_key"] for e in
-                    __import__("json").loads(__import__("conftest").tc(
+                    __import__("json").loads(__import__("tchelp").tc(
                         "explain", ptx, "--arch", "sm_89", "--cache-dir", cache,
                         "--json").stdout)["entries"]}
     assert all(other_target[k] != base[k] for k in base)

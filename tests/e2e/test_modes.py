@@ -5,7 +5,7 @@ import os
 import sys
 
 import elfsyms
-from conftest import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, stats, tc
+from tchelp import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, stats, tc
 
 sys.path.insert(0, str(ROOT / "bench"))
 import scaling  # noqa: E402  (the synthetic module generator)
@@ -29,7 +29,7 @@ def test_no_split_switch(tmp_path):
     p = build(src, tmp_path / "w.cubin", None, "--no-split")
     assert "splitting is turned off" in p.stderr
     whole = tmp_path / "ptxas.cubin"
-    from conftest import PTXAS
+    from tchelp import PTXAS
     run([PTXAS, f"-arch={ARCH}", src, "-o", whole])
     assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(str(whole))
 

@@ -76,8 +76,10 @@ PROGRAM = textwrap.dedent('''
 ''')
 
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
 def run(tmp_path, *extra):
-    from conftest import ROOT
     script = tmp_path / "numba_host.py"
     script.write_text(PROGRAM)
     p = subprocess.run([sys.executable, str(script), str(ROOT / "python"), str(tmp_path / "cache"),

@@ -1,0 +1,103 @@
+"""Helpers of the end-to-end tests (fixtures are in conftest.py).
+
+They drive the `taskcache` command line in fresh processes, exactly as a
+user or a build system would. The binary is $TASKCACHE_BIN, else
+build/taskcache. The test corpus is compiled from tests/corpus once per
+session (nvcc, ptxas and llc from the CUDA toolkit and LLVM)."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TASKCACHE = os.environ.get("TASKCACHE_BIN") or str(ROOT / "build" / "taskcache")
+ARCH = "sm_90"
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+
+def find_tool(name):
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
+            return os.path.join(home, "bin", name)
+    return shutil.which(name)
+
+
+PTXAS = find_tool("ptxas")
+NVCC = find_tool("nvcc")
+
+
+def run(args, check=True, **kw):
+    """Runs a command; returns the CompletedProcess with text output."""
+    p = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} exited {p.returncode}\n"
+                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def tc(*args, check=True, **kw):
+    """Runs taskcache with the given arguments."""
+    return run([TASKCACHE, *args], check=check, **kw)
+
+
+def build(ptx, out, cache, *extra, check=True):
+    args = ["build", ptx, "-o", out, "--arch", ARCH]
+    args += ["--cache-dir", cache] if cache else ["--no-cache"]
+    return tc(*args, *extra, check=check)
+
+
+def stats(cache):
+    return json.loads(tc("stats", "--cache-dir", cache, "--json").stdout)
+
+
+def explain(ptx, cache, *extra):
+    return json.loads(tc("explain", ptx, "--arch", ARCH, "--cache-dir", cache, "--json",
+                         *extra).stdout)
+
+
+def slice_keys(ptx, cache, *extra):
+    """kernel name -> slice key."""
+    return {e["name"]: e["slice_key"] for e in explain(ptx, cache, *extra)["entries"]}
+
+
+def nvcc_ptx(source_text, path, *flags):
+    """Compiles CUDA source text to PTX at path (skips when nvcc is absent)."""
+    if not NVCC:
+        pytest.skip("nvcc not found")
+    cu = pathlib.Path(path).with_suffix(".cu")
+    cu.write_text(source_text)
+    run([NVCC, "-ptx", "-arch=sm_90", *flags, cu, "-o", path])
+    return str(path)
+
+
+_corpus_dir = None
+
+
+def corpus_dir():
+    """Builds the corpus once per session; $TASKCACHE_CORPUS may name a
+    directory that already holds it."""
+    global _corpus_dir
+    if _corpus_dir is None:
+        pre = os.environ.get("TASKCACHE_CORPUS")
+        if pre and os.path.isdir(pre):
+            _corpus_dir = pre
+        else:
+            import tempfile
+            _corpus_dir = tempfile.mkdtemp(prefix="taskcache-corpus-")
+            run(["bash", ROOT / "tests" / "corpus" / "build_corpus.sh", _corpus_dir])
+    return _corpus_dir
+
+
+def corpus_files():
+    if not NVCC or not PTXAS:
+        return []
+    d = corpus_dir()
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".ptx"))
+
+

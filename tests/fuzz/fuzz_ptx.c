@@ -1,0 +1,72 @@
+/* libFuzzer target: the PTX parser and slicer. Any input must parse or
+ * fail cleanly; a parsed module must slice, group and emit every unit and
+ * the module data without crashing, leaking or hanging, and every emitted
+ * unit must itself parse (the slicer only produces well-formed PTX). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx/module.h"
+#include "ptx/slice.h"
+#include "ptx/units.h"
+#include "util/hash.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_reparses(const tc_text *t)
+{
+    tc_ptx_module again;
+    tc_ptx_error err;
+    if (tc_ptx_parse(t->text.data, t->text.len, &again, &err) == 0)
+        tc_ptx_module_free(&again);
+    else if (err.line) /* out of memory is not a finding */
+        abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tc_ptx_module m;
+    tc_ptx_error err;
+    if (tc_ptx_parse((const char *)data, size, &m, &err) != 0)
+        return 0;
+    tc_slicer *s = NULL;
+    char why[256];
+    if (tc_slicer_create(&m, &s, why, sizeof why) == 0) {
+        size_t n = tc_slicer_entry_count(s);
+        uint32_t *cost = malloc((n + 1) * sizeof *cost), *first = malloc((n + 1) * sizeof *first);
+        uint64_t *hash = malloc((n + 1) * sizeof *hash);
+        uint32_t *idx = malloc((n + 1) * sizeof *idx);
+        for (size_t i = 0; i < n; i++) {
+            const tc_ptx_stmt *st = tc_slicer_entry(s, i);
+            tc_digest d;
+            tc_digest_of(m.syms[st->sym].name, m.syms[st->sym].len, &d);
+            hash[i] = tc_digest_u64(&d);
+            cost[i] = tc_slicer_entry_cost(s, i);
+        }
+        size_t k = tc_plan_units(cost, hash, n, 64, first);
+        for (size_t u = 0; u < k; u++) {
+            size_t end = u + 1 < k ? first[u + 1] : n, c = 0;
+            for (size_t i = first[u]; i < end; i++)
+                idx[c++] = (uint32_t)i;
+            tc_text t;
+            memset(&t, 0, sizeof t);
+            if (tc_slicer_emit_unit(s, idx, c, &t) == 0)
+                check_reparses(&t);
+            tc_text_free(&t);
+        }
+        if (tc_slicer_has_module_data(s)) {
+            tc_text t;
+            memset(&t, 0, sizeof t);
+            if (tc_slicer_emit_module_data(s, &t) == 0)
+                check_reparses(&t);
+            tc_text_free(&t);
+        }
+        free(cost);
+        free(first);
+        free(hash);
+        free(idx);
+        tc_slicer_free(s);
+    }
+    tc_ptx_module_free(&m);
+    return 0;
+}
