@@ -164,6 +164,12 @@ typedef struct tc_gc_report {
 TC_API tc_status tc_cache_gc(tc_cache *cache, uint64_t max_bytes, int64_t older_than_seconds,
                              tc_gc_report *out, tc_error *err);
 
+/* Reads every record and checks it (header, key, checksum, decompression).
+ * *checked and *bad count them; with remove_bad the bad ones are deleted
+ * (builds already treat them as misses and replace them). */
+TC_API tc_status tc_cache_verify(tc_cache *cache, int remove_bad, uint64_t *checked,
+                                 uint64_t *bad, tc_error *err);
+
 /* Removes every record and resets the counters. Safe while other processes
  * use the cache: they see misses. */
 TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);

@@ -38,6 +38,9 @@ if [ -n "$cuda_mm" ] && ! python3 -c "import numba.cuda" 2>/dev/null; then
 fi
 TASKCACHE_LIB=build/libtaskcache.so python3 -m pytest -q -rs tests/python
 
+echo "== torture, quick mode (scripts/torture.py --long for the full run)"
+python3 scripts/torture.py --quick
+
 if [ "$quick" = 0 ]; then
     echo "== clang + ASan/UBSan build"
     # the sanitizer pass also covers the ptxas-process backend

@@ -319,6 +319,19 @@ tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_second
     return TC_OK;
 }
 
+tc_status tc_cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
+                          tc_error *err)
+{
+    tc_clear_error(err);
+    uint64_t k = 0, b = 0;
+    tc_store_verify(c->store, remove_bad, &k, &b);
+    if (checked)
+        *checked = k;
+    if (bad)
+        *bad = b;
+    return TC_OK;
+}
+
 tc_status tc_cache_clear(tc_cache *c, tc_error *err)
 {
     tc_clear_error(err);

@@ -26,6 +26,7 @@
 #include "../store/stats.h"
 #include "../util/fs.h"
 #include "build.h"
+#include "payload.h"
 #include "internal.h"
 
 static double now(void)
@@ -99,44 +100,8 @@ tc_status tc_build_prepare(tc_build_ctx *b)
 static int decode_module(tc_build_ctx *b, const char *payload, size_t len)
 {
     tc_result *r = b->r;
-    tc_reader rd;
-    tc_reader_init(&rd, payload, len);
-    uint32_t tag;
-    const unsigned char *p;
-    size_t n;
-    int rc, have_image = 0;
-    size_t nent = 0, units = 0;
-    /* first pass: count entries */
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1)
-        nent += tag == TC_F_ENTRY;
-    if (rc < 0)
-        return -1;
-    r->entries = calloc(nent ? nent : 1, sizeof *r->entries);
-    if (!r->entries)
-        return -1;
-    tc_reader_init(&rd, payload, len);
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1) {
-        if (tag == TC_F_IMAGE && !have_image) {
-            r->image = malloc(n ? n : 1);
-            if (!r->image)
-                return -1;
-            memcpy(r->image, p, n);
-            r->image_len = n;
-            have_image = 1;
-        } else if (tag == TC_F_ENTRY) {
-            if (tc_entry_decode(p, n, &r->entries[r->nentries]) != 0)
-                return -1;
-            r->entries[r->nentries].cached = 1;
-            r->nentries++;
-        } else if (tag == TC_F_UNIT_KEY) {
-            units++;
-        } else if (tag == TC_F_WHOLE_REASON) {
-            r->whole_reason = strndup((const char *)p, n);
-        } else if (tag == TC_F_LOG) {
-            tc_sb_append(&r->diag, p, n);
-        }
-    }
-    if (rc < 0 || !have_image)
+    size_t units = 0;
+    if (tc_payload_decode_module(payload, len, r, &units) != 0)
         return -1;
     r->report.module_hit = 1;
     r->report.split = r->whole_reason == NULL;
@@ -459,7 +424,7 @@ tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
     }
     if (b->store && tc_store_warning(b->store))
         tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(b->store));
-    if (!b->explain && b->store && !tc_store_warning(b->store)) {
+    if (!b->explain && b->store) {
         if (!b->lookup)
             b->delta.v[TC_C_BUILDS]++;
         tc_counters after; /* statistics never fail a build */

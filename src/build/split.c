@@ -14,6 +14,7 @@
 #include "../store/record.h"
 #include "../util/fs.h"
 #include "build.h"
+#include "payload.h"
 
 void tc_build_units_free(tc_build_ctx *b)
 {
@@ -90,30 +91,15 @@ static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
 
 static int decode_unit(tc_unit *u, const char *payload, size_t len)
 {
-    tc_reader rd;
-    tc_reader_init(&rd, payload, len);
-    uint32_t tag;
-    const unsigned char *p;
-    size_t n, nent = 0;
-    int rc, have_object = 0;
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1)
-        nent += tag == TC_F_ENTRY;
-    if (rc < 0 || !(u->meta = calloc(nent ? nent : 1, sizeof *u->meta)))
+    tc_object_payload o;
+    if (tc_payload_decode_object(payload, len, &o) != 0)
         return -1;
-    tc_reader_init(&rd, payload, len);
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1) {
-        if (tag == TC_F_OBJECT && !have_object) {
-            tc_sb_append(&u->object, p, n);
-            have_object = 1;
-        } else if (tag == TC_F_ENTRY) {
-            if (tc_entry_decode(p, n, &u->meta[u->nmeta]) != 0)
-                return -1;
-            u->nmeta++;
-        } else if (tag == TC_F_LOG) {
-            tc_sb_append(&u->log, p, n);
-        }
-    }
-    return rc < 0 || !have_object || u->object.oom || u->log.oom ? -1 : 0;
+    u->object = o.object;
+    u->log = o.log;
+    u->meta = o.entries;
+    u->nmeta = o.nentries;
+    tc_sb_free(&o.meta);
+    return 0;
 }
 
 /* Reads a unit's record; count_bad: whether a bad record counts in the

@@ -14,6 +14,7 @@
 #include "../store/record.h"
 #include "../util/fs.h"
 #include "build.h"
+#include "payload.h"
 
 struct tc_codegen {
     tc_sb ptx;
@@ -83,33 +84,16 @@ static void slot_free(slot *s)
 
 static int decode_task(slot *s, const char *payload, size_t len)
 {
-    tc_reader rd;
-    tc_reader_init(&rd, payload, len);
-    uint32_t tag;
-    const unsigned char *p;
-    size_t n, nent = 0;
-    int rc, have_object = 0;
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1)
-        nent += tag == TC_F_ENTRY;
-    if (rc < 0 || !(s->entries = calloc(nent ? nent : 1, sizeof *s->entries)))
+    tc_object_payload o;
+    if (tc_payload_decode_object(payload, len, &o) != 0)
         return -1;
-    tc_reader_init(&rd, payload, len);
-    while ((rc = tc_field_next(&rd, &tag, &p, &n)) == 1) {
-        if (tag == TC_F_OBJECT && !have_object) {
-            tc_sb_append(&s->object, p, n);
-            have_object = 1;
-        } else if (tag == TC_F_ENTRY) {
-            if (tc_entry_decode(p, n, &s->entries[s->nentries]) != 0)
-                return -1;
-            s->nentries++;
-        } else if (tag == TC_F_HOST_META) {
-            tc_sb_append(&s->meta, p, n);
-            s->have_meta = 1;
-        } else if (tag == TC_F_LOG) {
-            tc_sb_append(&s->log, p, n);
-        }
-    }
-    return rc < 0 || !have_object || s->object.oom ? -1 : 0;
+    s->object = o.object;
+    s->log = o.log;
+    s->meta = o.meta;
+    s->have_meta = o.have_meta;
+    s->entries = o.entries;
+    s->nentries = o.nentries;
+    return 0;
 }
 
 static void reset_slot_payload(slot *s)

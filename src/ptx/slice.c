@@ -304,8 +304,14 @@ static int classify(tc_slicer *s, char *whybuf, size_t whylen)
     }
     for (size_t i = 0; i < m->nsyms; i++) {
         const tc_ptx_sym *y = &m->syms[i];
-        if (y->kind == TC_SYM_ALIAS && y->alias_of >= 0)
+        if (y->kind == TC_SYM_ALIAS && y->alias_of >= 0) {
+            if (m->syms[y->alias_of].def < 0) {
+                free(called);
+                return why(whybuf, whylen, "'%.*s' aliases a function without a body",
+                           (int)y->len, y->name);
+            }
             s->md[y->alias_of] = 1;
+        }
         if (y->kind == TC_SYM_FUNC && !y->is_entry && y->def >= 0 && !called[i]) {
             uint8_t l = m->stmts[y->def].linkage;
             if (l == TC_LINK_VISIBLE || l == TC_LINK_WEAK)

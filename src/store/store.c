@@ -217,6 +217,11 @@ static int open_chain(tc_store *st, const char *const *parts, int n, int create)
     int fd = st->rootfd;
     for (int i = 0; i < n; i++) {
         int next = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat ls;
+        if (next < 0 && (errno == ELOOP || errno == ENOTDIR) && create &&
+            fstatat(fd, parts[i], &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode) &&
+            unlinkat(fd, parts[i], 0) == 0)
+            errno = ENOENT; /* a link planted where our directory belongs: replace it */
         if (next < 0 && errno == ENOENT && create) {
             if (mkdirat(fd, parts[i], dir_mode(st)) == 0 && st->shared) {
                 int d = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -621,6 +626,40 @@ int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_re
     out->bytes_after = total;
     free(w.items);
     close(lfd);
+    return 0;
+}
+
+int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad)
+{
+    *checked = *bad = 0;
+    walk w;
+    memset(&w, 0, sizeof w);
+    walk_store(st, &w);
+    static const uint32_t kinds[4] = {TC_REC_UNIT, TC_REC_MODULE, TC_REC_TASK, TC_REC_GROUP};
+    for (size_t i = 0; i < w.n; i++) {
+        /* rel = target/kind/shard/name: the key is shard + name */
+        const char *slash = strrchr(w.items[i].rel, '/');
+        char hex[TC_DIGEST_HEX_LEN + 1];
+        tc_digest key;
+        snprintf(hex, sizeof hex, "%.2s%s", slash - 2, slash + 1);
+        char target[32];
+        snprintf(target, sizeof target, "%.*s", (int)strcspn(w.items[i].rel, "/"),
+                 w.items[i].rel);
+        if (tc_digest_from_hex(hex, &key) != 0)
+            continue;
+        (*checked)++;
+        char *p = NULL;
+        size_t n;
+        int b = 0;
+        if (tc_store_get(st, target, kinds[w.items[i].kind], &key, &p, &n, &b)) {
+            free(p);
+            continue;
+        }
+        (*bad)++;
+        if (remove_bad)
+            remove_rel(st, w.items[i].rel);
+    }
+    free(w.items);
     return 0;
 }
 

@@ -45,6 +45,10 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
 long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                        const void *payload, size_t len);
 
+/* Reads and verifies every record; counts (and with remove_bad, removes)
+ * those that do not verify. */
+int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad);
+
 /* Removes every record. 0 or -1. */
 int tc_store_clear(tc_store *st);
 
