@@ -543,7 +543,7 @@ static int collect_renames(const tc_slicer *s, const tc_ptx_stmt *st, tc_map *ma
                 loc_line = held.line;
             else if (tc_tok_is(&held, ".loc"))
                 at_start = 1;
-            if (tc_tok_punct(&t, ':')) {
+            if (tc_tok_punct(&t, ':') && held.kind == TK_IDENT && held.p[0] != '.') {
                 if (tc_map_put(map, held.p, held.len, next) < 0)
                     return -1;
                 next++;
@@ -625,8 +625,10 @@ static int canon_stmt(const tc_slicer *s, const tc_ptx_stmt *st, int link, int c
             if (link == LINK_VISIBLE && st->linkage == TC_LINK_INTERNAL)
                 tc_sb_puts(out, ".visible ");
         }
-        uint32_t *v = renames.cap && t.kind == TK_IDENT ? tc_map_get(&renames, t.p, t.len)
-                                                        : NULL;
+        /* labels and local names live in the body only */
+        uint32_t *v = renames.cap && t.kind == TK_IDENT && t.p >= s->m->src + st->body
+                          ? tc_map_get(&renames, t.p, t.len)
+                          : NULL;
         const char *a;
         if (v) {
             int n = snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);

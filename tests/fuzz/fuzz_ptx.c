@@ -3,6 +3,7 @@
  * the module data without crashing, leaking or hanging, and every emitted
  * unit must itself parse (the slicer only produces well-formed PTX). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +20,11 @@ static void check_reparses(const tc_text *t)
     tc_ptx_error err;
     if (tc_ptx_parse(t->text.data, t->text.len, &again, &err) == 0)
         tc_ptx_module_free(&again);
-    else if (err.line) /* out of memory is not a finding */
+    else if (err.line) { /* out of memory is not a finding */
+        fprintf(stderr, "emitted text does not parse: line %u: %s\n--- text ---\n%.*s\n",
+                err.line, err.message, (int)t->text.len, t->text.data);
         abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
