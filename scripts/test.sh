@@ -52,6 +52,27 @@ if [ "$quick" = 0 ]; then
         TASKCACHE_BIN=build-asan/taskcache python3 -m pytest -q tests/e2e
 fi
 
+if [ "$quick" = 0 ]; then
+    echo "== fuzzers, 30 seconds each on the seed corpora (tests/fuzz/README.md: long runs)"
+    CC=clang cmake -S . -B build-fuzz -DTASKCACHE_FUZZ=ON -DTASKCACHE_NVPTXCOMPILER=OFF \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build-fuzz -j"$jobs" --target fuzz_ptx fuzz_record >/dev/null
+    for t in ptx record; do
+        scratch=$(mktemp -d /tmp/taskcache-fuzz.XXXXXX)
+        rc=0
+        build-fuzz/tests/fuzz/fuzz_$t -max_total_time=30 -timeout=10 -rss_limit_mb=2048 \
+            -max_len=65536 -print_final_stats=1 "$scratch" tests/fuzz/corpus_$t \
+            >"$scratch.log" 2>&1 || rc=$?
+        grep -E "^stat::number_of_executed_units" "$scratch.log" | sed "s/^/fuzz_$t: /"
+        if [ "$rc" != 0 ]; then
+            tail -40 "$scratch.log"
+            echo "fuzz_$t found a problem"
+            exit 1
+        fi
+        rm -rf "$scratch" "$scratch.log"
+    done
+fi
+
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     echo "== a GPU is present: run scripts/gpu-check.sh for the GPU tests"
 else
