@@ -321,6 +321,35 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
     return st;
 }
 
+tc_status tc_build_link(tc_build_ctx *b, const tc_blob *objs, size_t n)
+{
+    if (!b->linker.kind)
+        return tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", b->linker_error);
+    tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
+    double t = now();
+    int rc = tc_link(&b->linker, b->o->arch, objs, n, b->scratch, &image, &log);
+    b->r->report.seconds_link = now() - t;
+    tc_status st = TC_OK;
+    if (rc != 0) {
+        /* one diagnostic line per line of the linker's message */
+        const char *p = log.data ? log.data : "";
+        while (*p) {
+            size_t len = strcspn(p, "\n");
+            if (len)
+                tc_sb_printf(&b->r->diag, "%s: error: link: %.*s\n", b->name, (int)len, p);
+            p += len + (p[len] == '\n');
+        }
+        if (!log.len)
+            tc_build_fail(b, TC_ERR_LINK, "link failed");
+        st = TC_ERR_LINK;
+    } else if (!(b->r->image = tc_sb_take(&image, &b->r->image_len))) {
+        st = TC_ERR_NOMEM;
+    }
+    tc_sb_free(&image);
+    tc_sb_free(&log);
+    return st;
+}
+
 int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t len,
                      const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
 {

@@ -69,6 +69,9 @@ tc_status tc_build_prepare(tc_build_ctx *b);
  * cache warning, flushes statistics, frees the context; returns the result. */
 tc_result *tc_build_finish(tc_build_ctx *b, tc_status st);
 tc_status tc_build_split(tc_build_ctx *b);
+/* Links objs in order into the result's image; failures become
+ * diagnostics. */
+tc_status tc_build_link(tc_build_ctx *b, const tc_blob *objs, size_t n);
 /* Compiles text (written at ptx_path for ptxas) with the chosen backend;
  * fills output/log/exit code. Returns 0, or -1 (errno) when the compiler
  * could not run. */

@@ -436,31 +436,8 @@ static tc_status link_units(tc_build_ctx *b)
         objs[i].p = b->units[i].object.data;
         objs[i].n = b->units[i].object.len;
     }
-    tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
-    double t = tc_build_now();
-    int rc = tc_link(&b->linker, b->o->arch, objs, b->nunits, b->scratch, &image, &log);
-    b->r->report.seconds_link = tc_build_now() - t;
+    tc_status st = tc_build_link(b, objs, b->nunits);
     free(objs);
-    tc_status st = TC_OK;
-    if (rc != 0) {
-        /* one diagnostic line per line of the linker's message */
-        const char *p = log.data ? log.data : "";
-        while (*p) {
-            size_t n = strcspn(p, "\n");
-            if (n)
-                tc_sb_printf(&b->r->diag, "%s: error: link: %.*s\n", b->name, (int)n, p);
-            p += n + (p[n] == '\n');
-        }
-        if (!log.len)
-            tc_build_fail(b, TC_ERR_LINK, "link failed");
-        st = TC_ERR_LINK;
-    } else {
-        b->r->image = tc_sb_take(&image, &b->r->image_len);
-        if (!b->r->image)
-            st = TC_ERR_NOMEM;
-    }
-    tc_sb_free(&image);
-    tc_sb_free(&log);
     return st;
 }
 

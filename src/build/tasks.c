@@ -327,9 +327,6 @@ static int module_record_image(job *j)
 
 static tc_status link_tasks(job *j)
 {
-    tc_build_ctx *b = j->b;
-    if (!b->linker.kind)
-        return tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", b->linker_error);
     tc_blob *objs = malloc(j->n * sizeof *objs);
     if (!objs)
         return TC_ERR_NOMEM;
@@ -337,20 +334,8 @@ static tc_status link_tasks(job *j)
         objs[i].p = j->slots[i].object.data;
         objs[i].n = j->slots[i].object.len;
     }
-    tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
-    double t = tc_build_now();
-    int rc = tc_link(&b->linker, b->o->arch, objs, j->n, b->scratch, &image, &log);
-    b->r->report.seconds_link = tc_build_now() - t;
+    tc_status st = tc_build_link(j->b, objs, j->n);
     free(objs);
-    tc_status st = TC_OK;
-    if (rc != 0) {
-        tc_build_fail(b, TC_ERR_LINK, "link: %s", log.data ? log.data : "failed");
-        st = TC_ERR_LINK;
-    } else if (!(b->r->image = tc_sb_take(&image, &b->r->image_len))) {
-        st = TC_ERR_NOMEM;
-    }
-    tc_sb_free(&image);
-    tc_sb_free(&log);
     return st;
 }
 

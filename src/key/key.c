@@ -48,18 +48,31 @@ int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
     return 0;
 }
 
-int tc_key_task(const tc_keyctx *k, const char *version, const void *key, size_t len,
-                tc_digest *out)
+/* A key over the common fields, the host's version and some bytes. */
+static int host_key(const tc_keyctx *k, const char *what, const char *version, const void *key,
+                    size_t len, tc_digest *out)
 {
     tc_hash *h = tc_hash_new();
     if (!h)
         return -1;
-    common(h, "task", k);
+    common(h, what, k);
     tc_hash_field_str(h, "host", version);
     tc_hash_field(h, "key", key, len);
     tc_hash_final(h, out);
     tc_hash_free(h);
     return 0;
+}
+
+int tc_key_task(const tc_keyctx *k, const char *version, const void *key, size_t len,
+                tc_digest *out)
+{
+    return host_key(k, "task", version, key, len, out);
+}
+
+int tc_key_group(const tc_keyctx *k, const char *version, const void *key, size_t len,
+                 tc_digest *out)
+{
+    return host_key(k, "group", version, key, len, out);
 }
 
 int tc_key_task_module(const tc_keyctx *k, const char *linker_id, const char *version,
@@ -73,20 +86,6 @@ int tc_key_task_module(const tc_keyctx *k, const char *linker_id, const char *ve
     tc_hash_field_str(h, "host", version);
     for (size_t i = 0; i < n; i++)
         tc_hash_field(h, "task", tasks[i].b, TC_DIGEST_LEN);
-    tc_hash_final(h, out);
-    tc_hash_free(h);
-    return 0;
-}
-
-int tc_key_group(const tc_keyctx *k, const char *version, const void *key, size_t len,
-                 tc_digest *out)
-{
-    tc_hash *h = tc_hash_new();
-    if (!h)
-        return -1;
-    common(h, "group", k);
-    tc_hash_field_str(h, "host", version);
-    tc_hash_field(h, "key", key, len);
     tc_hash_final(h, out);
     tc_hash_free(h);
     return 0;
