@@ -309,13 +309,6 @@ tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_second
         out->temps_removed = g.temps_removed;
         out->skipped = g.skipped;
     }
-    if (!g.skipped) {
-        tc_counters d;
-        memset(&d, 0, sizeof d);
-        d.v[TC_C_EVICTIONS] = g.evicted_files;
-        (void)tc_stats_add(c->dir, &d, NULL);
-        (void)tc_stats_set(c->dir, TC_C_CACHE_BYTES, g.bytes_after);
-    }
     return TC_OK;
 }
 

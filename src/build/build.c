@@ -188,13 +188,7 @@ static void keep_within_limit(tc_build_ctx *b, const tc_counters *after)
     if (!limit || after->v[TC_C_CACHE_BYTES] <= limit)
         return;
     tc_gc_result g;
-    if (tc_store_gc(b->store, limit, -1, &g) != 0 || g.skipped)
-        return;
-    tc_counters d;
-    memset(&d, 0, sizeof d);
-    d.v[TC_C_EVICTIONS] = g.evicted_files;
-    (void)tc_stats_add(b->cache->dir, &d, NULL);
-    (void)tc_stats_set(b->cache->dir, TC_C_CACHE_BYTES, g.bytes_after);
+    (void)tc_store_gc(b->store, limit, -1, &g);
 }
 
 /* ---- entries and resources ----------------------------------------------------- */

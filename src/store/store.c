@@ -21,6 +21,7 @@
 #include "../../include/taskcache.h"
 #include "../util/fs.h"
 #include "../util/strbuf.h"
+#include "stats.h"
 
 #define LAYOUT "v1"
 #define DEFAULT_MAX_SIZE ((uint64_t)5 << 30)
@@ -625,6 +626,12 @@ int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_re
     out->files_after = w.n - out->evicted_files;
     out->bytes_after = total;
     free(w.items);
+    /* the statistics learn the exact size (statistics never fail anything) */
+    tc_counters d;
+    memset(&d, 0, sizeof d);
+    d.v[TC_C_EVICTIONS] = out->evicted_files;
+    (void)tc_stats_add(st->root, &d, NULL);
+    (void)tc_stats_set(st->root, TC_C_CACHE_BYTES, total);
     close(lfd);
     return 0;
 }

@@ -81,7 +81,8 @@ typedef struct tc_gc_result {
  * max_bytes (0: no size limit), and every record older than older_than_s
  * seconds (-1: none); removes stale temporaries, stale lock files and
  * planted links. One cleaner at a time (gc.lock); a concurrent call
- * returns at once with skipped set. 0, or -1 when the cache is unusable. */
+ * returns at once with skipped set. Updates the statistics (evictions, the
+ * size estimate). 0, or -1 when the cache is unusable. */
 int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out);
 
 #endif
