@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# gpu-check.sh -- proves taskcache on a GPU machine (issue "Prove it on the GPU").
+#
+#   scripts/gpu-check.sh [--dry-run] [--skip STEP[,STEP...]] [--build-dir DIR] [--jobs N]
+#                        [--prebuilt DIR]
+#
+# Builds taskcache and tests/gpu/gpu_run, runs ctest, then:
+#   (a) bitwise identity: every CUDA corpus module (plain and -rdc) runs under
+#       five builds -- whole-module ptxas cubin (also with EAGER module
+#       loading), taskcache cold, warm, after a one-kernel edit, cold with
+#       --compiler ptxas -- with the same random inputs; every buffer and
+#       global after every launch and the device printf output must be
+#       identical (tests/gpu/specs/*.spec say what runs)
+#   (b) SASS comparison (tests/gpu/sass_compare.py) of the 250-kernel
+#       benchmark module and the corpus modules
+#   (c) per-kernel GPU time of the benchmark module: whole-module ptxas image
+#       (twice, for the noise band) vs the taskcache image
+#   (d) time to first launch: taskcache warm, cubin load, driver PTX JIT
+#       cold and warm
+#   (e) build times: bench/run.py --runs 3 --jobs 16, once per compile backend
+#   (f) tests/gpu/python_gpu_demo.py, when it exists (informational)
+# STEPs for --skip: identity, sass, timing, first, python, bench.
+#
+# --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
+# the taskcache builds of (a) with their cache expectations (gpu_run
+# --build-only), the SASS tool if present, and bench/run.py on a small module;
+# skips everything that executes on the GPU.
+#
+# Output: progress lines with time stamps, then a summary table (LAST on
+# stdout). Files in $OUT (default ./gpu-out): gpu-check.log (everything),
+# results.json, summary.txt, sass.txt, timing.txt, bench-build.txt,
+# details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
+# Exit status: 0 all correctness checks passed; 1 a correctness check failed
+# (or the build failed); 2 no GPU / missing tools; 3 nothing failed but some
+# correctness check did not complete (time budget).
+# --prebuilt DIR: do not configure or build; use DIR/taskcache and
+# DIR/tests/gpu/gpu_run as they are (for a machine without cmake or the
+# development headers; ctest is skipped).
+# Time budget: $GPU_CHECK_BUDGET seconds (default 420) from the start; steps
+# stop starting new work when it runs out, and say so.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+START=$(date +%s.%N)
+BUDGET=${GPU_CHECK_BUDGET:-420}
+DEADLINE=$(python3 -c "print($START + $BUDGET)")
+
+DRY=0
+SKIP=""
+BUILD=""
+PREBUILT=""
+JOBS=$(nproc)
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --dry-run) DRY=1 ;;
+        --skip) SKIP="${2:-}"; shift ;;
+        --skip=*) SKIP="${1#--skip=}" ;;
+        --build-dir) BUILD="${2:-}"; shift ;;
+        --prebuilt) PREBUILT="${2:-}"; shift ;;
+        --jobs) JOBS="${2:-}"; shift ;;
+        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        *) echo "gpu-check.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+skipped() { case ",$SKIP," in *",$1,"*) return 0 ;; esac; return 1; }
+
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT" || { echo "gpu-check.sh: cannot create OUT=$OUT" >&2; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/gpu-check.log
+: > "$LOG"
+rm -f "$OUT"/results.json "$OUT"/summary.txt "$OUT"/sass.txt "$OUT"/timing.txt \
+    "$OUT"/bench-build.txt "$OUT"/details.tar.gz   # this script's files of an earlier run
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+if [ -n "$PREBUILT" ]; then
+    BUILD=$(cd "$PREBUILT" 2>/dev/null && pwd) || { echo "gpu-check.sh: --prebuilt $PREBUILT: no such directory" >&2; exit 2; }
+elif [ -z "$BUILD" ]; then
+    BUILD=$ROOT/build-gpu
+    # a build directory configured for another checkout path cannot be reused
+    if [ -f "$BUILD/CMakeCache.txt" ] &&
+        ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD/CMakeCache.txt"; then
+        rm -rf "$BUILD"
+    fi
+fi
+PRE=$WORK/pre.tsv
+: > "$PRE"
+NOT_RUN=()   # steps not run for a reason the script reports in a row of its own
+
+elapsed() { python3 -c "import time; print(f'{time.time() - $START:6.1f}')"; }
+say() { local m; m="[$(date +%H:%M:%S) +$(elapsed)s] $*"; echo "$m"; echo "$m" >> "$LOG"; }
+# row CHECK RESULT FIGURES CORRECTNESS(1/0): a line of the final table
+row() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >> "$PRE"; }
+left() { python3 -c "import time; print(int($DEADLINE - time.time()))"; }
+# a step's deadline: the global one, or now + $1 seconds if that is earlier
+step_deadline() { python3 -c "import time; print(min($DEADLINE, time.time() + $1))"; }
+tail_log() { tail -n "${2:-25}" "$1" | sed 's/^/    | /'; }
+
+PY="python3 $ROOT/tests/gpu/gpu_check.py"
+COMMON=(--work "$WORK" --log "$LOG" --start "$START")
+[ "$DRY" = 1 ] && COMMON+=(--dry-run)
+
+summary_and_exit() {
+    local skipped_steps=()
+    for s in identity sass timing first python bench; do skipped "$s" && skipped_steps+=("$s"); done
+    # the table is printed last; the files in $OUT are collected first
+    (cd "$WORK" && find identity timing first sass -maxdepth 2 -type f \
+        \( -name '*.result' -o -name '*.stdout' -o -name '*.stderr' -o -name '*.json' \
+           -o -name '*.txt' -o -name 'edit.ptx' \) 2>/dev/null |
+        tar -czf "$OUT/details.tar.gz" -T - 2>/dev/null) || true
+    if [ -f "$OUT/details.tar.gz" ] && [ "$(stat -c %s "$OUT/details.tar.gz")" -gt 15000000 ]; then
+        rm -f "$OUT/details.tar.gz"
+        echo "details.tar.gz was over 15 MB and was dropped" >> "$LOG"
+    fi
+    [ -f "$WORK/timing.txt" ] && cp "$WORK/timing.txt" "$OUT/timing.txt"
+    [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
+    [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
+    $PY summary "${COMMON[@]}" --out "$OUT" --skipped ${skipped_steps[@]+"${skipped_steps[@]}"} \
+        --not-run ${NOT_RUN[@]+"${NOT_RUN[@]}"}
+    local rc=$?
+    [ "${1:-}" != "" ] && [ "$rc" = 0 ] && rc=$1
+    echo "(work directory: $WORK; exit status $rc)" >> "$LOG"
+    exit "$rc"
+}
+
+say "gpu-check: repository $ROOT, OUT=$OUT, work $WORK, budget ${BUDGET}s$([ "$DRY" = 1 ] && echo ', DRY RUN (no GPU execution)')"
+
+# ---- the GPU first, then the tools ------------------------------------------------------
+DEVICE="no GPU (dry run)"
+if [ "$DRY" = 0 ]; then
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        say "FATAL: nvidia-smi not found: this is not a GPU machine (use --dry-run to test the CPU side)"
+        exit 2
+    fi
+    if ! smi=$(nvidia-smi -L 2>&1) || ! echo "$smi" | grep -q '^GPU '; then
+        say "FATAL: no GPU: nvidia-smi -L says: $smi"
+        exit 2
+    fi
+    say "GPU: $(echo "$smi" | head -n 1)"
+    DEVICE=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
+    nvidia-smi >> "$LOG" 2>&1
+fi
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+PTXAS=$CUDA/bin/ptxas
+[ -x "$PTXAS" ] || PTXAS=$(command -v ptxas || true)
+NEED=(python3 "$PTXAS")
+[ -z "$PREBUILT" ] && NEED+=(cmake)
+for t in "${NEED[@]}"; do
+    if [ -z "$t" ] || ! command -v "$t" >/dev/null 2>&1; then
+        say "FATAL: required tool missing: ${t:-ptxas} (set CUDA_HOME$([ -z "$PREBUILT" ] && echo '; without cmake, build elsewhere and use --prebuilt DIR'))"
+        exit 2
+    fi
+done
+say "ptxas: $PTXAS ($("$PTXAS" --version | tail -n 1))"
+[ "$DRY" = 0 ] && DEVICE="$DEVICE; CUDA toolkit $("$PTXAS" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+echo "$DEVICE" > "$WORK/device.txt"
+
+# ---- background: corpus, benchmark module, whole-module ptxas --------------------------
+mkdir -p "$WORK/bench"
+( bash tests/corpus/build_corpus.sh "$WORK/corpus" > "$WORK/corpus.log" 2>&1; echo $? > "$WORK/corpus.rc" ) &
+CORPUS_PID=$!
+(
+    python3 bench/gen_module.py -o "$WORK/bench/bench.ptx" --tasks 250 > "$WORK/bench-gen.log" 2>&1 || { echo 1 > "$WORK/bench.rc"; exit; }
+    t0=$(date +%s.%N)
+    "$PTXAS" -arch=sm_90 "$WORK/bench/bench.ptx" -o "$WORK/bench/whole.cubin" >> "$WORK/bench-gen.log" 2>&1 || { echo 2 > "$WORK/bench.rc"; exit; }
+    python3 -c "print(f'{$(date +%s.%N) - $t0:.2f}')" > "$WORK/bench/ptxas.seconds"
+    echo 0 > "$WORK/bench.rc"
+) &
+BENCH_PID=$!
+# on a small machine, do not build at the same time
+[ "$JOBS" -le 2 ] && wait "$CORPUS_PID" "$BENCH_PID"
+
+# ---- build --------------------------------------------------------------------------------
+GPU_RUN=$BUILD/tests/gpu/gpu_run
+TASKCACHE=$BUILD/taskcache
+t0=$(date +%s)
+if [ -n "$PREBUILT" ]; then
+    say "using the prebuilt binaries in $BUILD (no build)"
+    echo "prebuilt: $BUILD" > "$WORK/build.log"
+    brc=0
+else
+    say "configure + build in $BUILD (-j$JOBS)"
+    # A machine without the OpenSSL/zstd development headers (and no
+    # network) builds against headers carried in .gpudeps/include and the
+    # runtime libraries it has (libcrypto.so.3, libzstd.so.1).
+    DEPS=()
+    if ! printf '#include <zstd.h>\n#include <openssl/evp.h>\n' | cc -E -x c - >/dev/null 2>&1 &&
+        [ -d "$ROOT/.gpudeps/include" ]; then
+        mkdir -p "$WORK/deplib"
+        for l in libcrypto.so.3 libzstd.so.1; do
+            f=$(ldconfig -p 2>/dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
+            [ -n "$f" ] && ln -sf "$f" "$WORK/deplib/${l%%.so.*}.so"
+        done
+        DEPS=(-DOPENSSL_ROOT_DIR="$WORK/deplib" -DOPENSSL_INCLUDE_DIR="$ROOT/.gpudeps/include"
+              -DOPENSSL_CRYPTO_LIBRARY="$WORK/deplib/libcrypto.so"
+              -DZSTD_INCLUDE_DIR="$ROOT/.gpudeps/include" -DZSTD_LIBRARY="$WORK/deplib/libzstd.so")
+        say "no system zstd/OpenSSL headers: using .gpudeps with $(ls "$WORK/deplib" | tr '\n' ' ')"
+    fi
+    { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${DEPS[@]+"${DEPS[@]}"} &&
+      cmake --build "$BUILD" -j"$JOBS"; } > "$WORK/build.log" 2>&1
+    brc=$?
+fi
+cat "$WORK/build.log" >> "$LOG"
+inproc="ptxas processes (no libnvptxcompiler_static)"
+BACKENDS=(ptxas)
+if grep -q "taskcache: in-process compiler" "$WORK/build.log" ||
+    { [ -n "$PREBUILT" ] && [ -x "$TASKCACHE" ] && grep -q nvPTXCompilerCompile "$TASKCACHE"; }; then
+    inproc="in-process compiler built in"
+    BACKENDS=(inprocess ptxas)
+fi
+if [ "$brc" != 0 ] || [ ! -x "$GPU_RUN" ] || [ ! -x "$TASKCACHE" ]; then
+    say "BUILD FAILED (exit $brc; $GPU_RUN and $TASKCACHE must exist); last lines:"
+    tail_log "$WORK/build.log" 30
+    row "build" "FAIL" "cmake exit $brc; see gpu-check.log" 1
+    NOT_RUN=(identity sass timing first bench)
+    wait
+    summary_and_exit 1
+fi
+row "build" "PASS" "$(( $(date +%s) - t0 )) s; $inproc$([ -n "$PREBUILT" ] && echo "; prebuilt $BUILD")" 1
+say "build done in $(( $(date +%s) - t0 )) s ($inproc)"
+
+if [ -n "$PREBUILT" ]; then
+    row "ctest" "SKIPPED" "prebuilt binaries" 0
+else
+    say "ctest"
+    if ctest --test-dir "$BUILD" -j"$JOBS" --output-on-failure --timeout 120 > "$WORK/ctest.log" 2>&1; then
+        row "ctest" "PASS" "$(grep -E 'tests passed' "$WORK/ctest.log" | tail -n 1)" 1
+    else
+        say "ctest FAILED:"
+        tail_log "$WORK/ctest.log" 30
+        row "ctest" "FAIL" "$(grep -E 'tests passed|tests failed' "$WORK/ctest.log" | tail -n 1)" 1
+    fi
+    cat "$WORK/ctest.log" >> "$LOG"
+fi
+
+say "waiting for the corpus and the benchmark module"
+wait "$CORPUS_PID" "$BENCH_PID"
+cat "$WORK/corpus.log" "$WORK/bench-gen.log" >> "$LOG"
+if [ "$(cat "$WORK/corpus.rc" 2>/dev/null)" = 0 ]; then
+    row "corpus build" "PASS" "$(grep -c '\.ptx$' "$WORK/corpus.log") PTX files" 1
+else
+    say "corpus build FAILED:"; tail_log "$WORK/corpus.log"
+    row "corpus build" "FAIL" "see gpu-check.log" 1
+fi
+BENCH=$WORK/bench/bench.ptx
+WHOLE=$WORK/bench/whole.cubin
+bench_ok=0
+if [ "$(cat "$WORK/bench.rc" 2>/dev/null)" = 0 ]; then
+    bench_ok=1
+    row "benchmark module" "PASS" "$(grep -m1 '^wrote' "$WORK/bench-gen.log" | sed 's/^wrote //'); whole-module ptxas $(cat "$WORK/bench/ptxas.seconds") s (measured during setup, not alone)" 0
+    say "benchmark module: $(grep -m1 '^wrote' "$WORK/bench-gen.log")"
+else
+    say "benchmark module FAILED:"; tail_log "$WORK/bench-gen.log"
+    row "benchmark module" "FAIL" "see gpu-check.log" 1
+fi
+
+say "spec checker (tests/gpu/check_specs.py)"
+if python3 tests/gpu/check_specs.py --ptx-dir "$WORK/corpus" --gpu-run "$GPU_RUN" > "$WORK/specs.log" 2>&1; then
+    row "spec coverage" "PASS" "$(tail -n 1 "$WORK/specs.log" | sed 's/^check_specs: //')" 1
+else
+    tail_log "$WORK/specs.log"
+    row "spec coverage" "FAIL" "$(grep -c ERROR "$WORK/specs.log") problem(s); see gpu-check.log" 1
+fi
+cat "$WORK/specs.log" >> "$LOG"
+
+# ---- (a) bitwise identity ----------------------------------------------------------------
+if skipped identity; then say "(a) SKIPPED on request"; else
+    timeout -k 10 220 $PY identity "${COMMON[@]}" --json "$WORK/identity.json" \
+        --deadline "$(step_deadline 200)" --corpus "$WORK/corpus" --ptxas "$PTXAS" \
+        --gpu-run "$GPU_RUN" --jobs "$([ "$JOBS" -gt 8 ] && echo 8 || echo "$JOBS")" ||
+        say "(a) the identity step exited with status $? (see the log)"
+fi
+
+# ---- (b) SASS comparison ------------------------------------------------------------------
+CORPUS_PTX=()
+for f in tests/corpus/cuda/*.cu; do
+    n=$(basename "$f" .cu)
+    for v in "$n" "$n.rdc"; do [ -f "$WORK/corpus/$v.ptx" ] && CORPUS_PTX+=("$WORK/corpus/$v.ptx"); done
+done
+if skipped sass; then say "(b) SKIPPED on request"
+elif [ "$bench_ok" = 0 ]; then row "(b) SASS" "SKIPPED" "no benchmark module" 0; NOT_RUN+=(sass)
+else
+    timeout -k 10 200 $PY sass "${COMMON[@]}" --json "$WORK/sass.json" --deadline "$(step_deadline 180)" \
+        --bench "$BENCH" --ptx ${CORPUS_PTX[@]+"${CORPUS_PTX[@]}"} --taskcache "$TASKCACHE" \
+        --report "$WORK/sass.txt" --jobs "$([ "$JOBS" -gt 8 ] && echo 8 || echo "$JOBS")" ||
+        say "(b) the SASS step exited with status $?"
+fi
+
+# ---- (c) per-kernel time --------------------------------------------------------------------
+if skipped timing; then say "(c) SKIPPED on request"
+elif [ "$bench_ok" = 0 ]; then row "(c) kernel time" "SKIPPED" "no benchmark module" 1; NOT_RUN+=(timing)
+else
+    timeout -k 10 200 $PY timing "${COMMON[@]}" --json "$WORK/timing.json" --deadline "$(step_deadline 180)" \
+        --ptx "$BENCH" --whole "$WHOLE" --cache "$WORK/bench/cache" --gpu-run "$GPU_RUN" --reps 50 \
+        --report "$WORK/timing.txt" --sass-json "$WORK/sass.json" ||
+        say "(c) the timing step exited with status $?"
+fi
+
+# ---- (d) first launch -------------------------------------------------------------------------
+if skipped first; then say "(d) SKIPPED on request"
+elif [ "$bench_ok" = 0 ]; then row "(d) first launch" "SKIPPED" "no benchmark module" 1; NOT_RUN+=(first)
+else
+    # the taskcache cache is warm from (c); if (c) was skipped, gpu_run builds it on the
+    # untimed priming run
+    timeout -k 10 200 $PY first-launch "${COMMON[@]}" --json "$WORK/first.json" \
+        --deadline "$(step_deadline 180)" --ptx "$BENCH" --whole "$WHOLE" --cache "$WORK/bench/cache" \
+        --gpu-run "$GPU_RUN" --runs 5 || say "(d) the first-launch step exited with status $?"
+fi
+
+# ---- (f) the Python demo (numba-cuda + CuPy through taskcache), when it exists ------------
+# informational: run twice with one cache; the second process should run Numba's codegen 0 times
+DEMO=tests/gpu/python_gpu_demo.py
+if skipped python; then say "(f) SKIPPED on request"
+elif [ ! -f "$DEMO" ]; then row "(f) Python demo" "SKIPPED" "$DEMO does not exist" 0
+elif [ "$DRY" = 1 ]; then row "(f) Python demo" "DRY" "needs a GPU" 0
+elif [ "$(left)" -lt 120 ]; then row "(f) Python demo" "SKIPPED" "time budget" 0
+else
+    say "(f) $DEMO, twice with one cache"
+    demo_res="PASS"; demo_fig=""
+    for i in 1 2; do
+        TASKCACHE_LIB="$BUILD/libtaskcache.so" timeout -k 5 150 python3 "$DEMO" --cache "$WORK/demo-cache" \
+            > "$WORK/demo$i.out" 2> "$WORK/demo$i.err"
+        drc=$?
+        cat "$WORK/demo$i.out" "$WORK/demo$i.err" >> "$LOG"
+        line=$(grep '^{' "$WORK/demo$i.out" | tail -n 1)
+        say "(f) run $i: exit $drc: ${line:-$(tail -n 2 "$WORK/demo$i.err" | tr '\n' ' ')}"
+        [ "$drc" = 0 ] || demo_res="FAIL"
+        demo_fig="$demo_fig run $i (exit $drc): ${line:-see log};"
+    done
+    if [ "$demo_res" = PASS ] && ! grep -q '"codegen": 0' "$WORK/demo2.out"; then
+        demo_res="FAIL"; demo_fig="$demo_fig the second run ran codegen again;"
+    fi
+    row "(f) Python demo" "$demo_res" "${demo_fig:0:400}" 0
+fi
+
+# ---- (e) build times ------------------------------------------------------------------------
+if skipped bench; then say "(e) SKIPPED on request"
+else
+    if [ "$DRY" = 1 ]; then
+        # the plumbing only: a small module, one run (the real thing takes minutes on 2 cores)
+        timeout -k 10 300 $PY bench-build "${COMMON[@]}" --json "$WORK/bench-build.json" \
+            --deadline "$(step_deadline 280)" --taskcache "$TASKCACHE" --runs 1 --jobs "$JOBS" \
+            --backends "${BACKENDS[@]}" \
+            --report "$WORK/bench-build.txt" --bench-args --tasks 30 ||
+            say "(e) the build-time step exited with status $?"
+    else
+        timeout -k 10 400 $PY bench-build "${COMMON[@]}" --json "$WORK/bench-build.json" \
+            --deadline "$(step_deadline 380)" --taskcache "$TASKCACHE" --runs 3 --jobs 16 \
+            --backends "${BACKENDS[@]}" \
+            --report "$WORK/bench-build.txt" || say "(e) the build-time step exited with status $?"
+    fi
+fi
+
+summary_and_exit

@@ -1,0 +1,136 @@
+"""The GPU test material, checked without a GPU: the specs of tests/gpu/specs
+cover every kernel of the CUDA corpus with arguments of the right sizes, and
+tests/gpu/gpu_run parses them, builds and checks images without a GPU, and
+fails cleanly (exit status 2, "no CUDA driver") where there is no driver.
+The GPU runs themselves are scripts/gpu-check.sh."""
+
+import ctypes
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tchelp import ROOT, TASKCACHE, corpus_dir
+
+GPU_DIR = ROOT / "tests" / "gpu"
+SPECS = sorted((GPU_DIR / "specs").glob("*.spec"))
+# next to the taskcache binary under test (build/, build-asan/, ...)
+GPU_RUN = os.environ.get("GPU_RUN_BIN") or str(
+    pathlib.Path(TASKCACHE).resolve().parent / "tests" / "gpu" / "gpu_run")
+# gpu_run is a test tool: its deliberate leaks at exit are not what the
+# sanitizer pass is looking for
+ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+
+
+def have_driver():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+def gpu_run(*args, **kw):
+    if not os.access(GPU_RUN, os.X_OK):
+        pytest.fail(f"{GPU_RUN} is not built (tests/gpu/CMakeLists.txt builds it when CMake "
+                    f"finds the CUDA toolkit)")
+    return subprocess.run([GPU_RUN, *map(str, args)], capture_output=True, text=True, env=ENV,
+                          timeout=300, **kw)
+
+
+def test_specs_cover_the_cuda_corpus():
+    args = [sys.executable, str(GPU_DIR / "check_specs.py"), "--ptx-dir", corpus_dir()]
+    args += ["--gpu-run", GPU_RUN] if os.access(GPU_RUN, os.X_OK) else ["--gpu-run", "none"]
+    p = subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "0 problem(s)" in p.stdout
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
+def test_spec_images_without_gpu(spec, tmp_path):
+    """Cold and warm builds of both variants meet their cache expectations, and
+    the image has every kernel and global of the spec, each launch's
+    arguments matching the image's own parameter records."""
+    for variant in (spec.stem, spec.stem + ".rdc"):
+        ptx = os.path.join(corpus_dir(), variant + ".ptx")
+        cache = tmp_path / ("cache-" + variant)
+        for expect, hit in (("all", "0"), ("0", "1")):
+            out = tmp_path / "r.txt"
+            p = gpu_run("--spec", spec, "--ptx", ptx, "--cache", cache, "--build-only",
+                        "--expect-compiled", expect, "--expect-module-hit", hit, "--out", out,
+                        "--write-image", tmp_path / "img.cubin")
+            assert p.returncode == 0, p.stderr + out.read_text()
+            text = out.read_text()
+            assert text.rstrip().endswith("status ok"), text
+            line = next(l for l in text.splitlines() if l.startswith("param-checks "))
+            n = line.split()
+            assert n[1] == n[3], f"only {line}: .nv.info parameter records missing?"
+        p = gpu_run("--spec", spec, "--image", tmp_path / "img.cubin", "--build-only", "--out", out)
+        assert p.returncode == 0, p.stderr + out.read_text()
+
+
+def test_no_driver_fails_cleanly(tmp_path):
+    if have_driver():
+        pytest.skip("a CUDA driver is installed here: the GPU runs are scripts/gpu-check.sh")
+    spec = GPU_DIR / "specs" / "params.spec"
+    ptx = os.path.join(corpus_dir(), "params.ptx")
+    for mode in (["--ptx", ptx, "--cache", tmp_path / "c"], ["--ptx-jit", ptx]):
+        out = tmp_path / "r.txt"
+        p = gpu_run("--spec", spec, *mode, "--seed", "1", "--out", out)
+        assert p.returncode == 2, p.stderr
+        assert "no CUDA driver" in p.stderr, p.stderr
+        assert "no CUDA driver" in out.read_text().splitlines()[-1]
+        assert p.stdout == ""
+    p = gpu_run("--spec", "auto", "--ptx-jit", ptx, "--first-launch")
+    assert p.returncode == 2 and "no CUDA driver" in p.stderr, p.stderr
+
+
+def test_spec_errors_are_reported_with_their_line(tmp_path):
+    bad = tmp_path / "bad.spec"
+    bad.write_text("buf in f32 16 in\nlaunch k grid=1 block=32 @nope\n")
+    p = gpu_run("--spec", bad, "--check-spec")
+    assert p.returncode == 2
+    assert f"{bad}:2: spec error" in p.stderr and "nope" in p.stderr
+    bad.write_text("buf in f33 16 in\n")
+    p = gpu_run("--spec", bad, "--check-spec")
+    assert p.returncode == 2 and f"{bad}:1:" in p.stderr and "f33" in p.stderr
+
+
+def test_uncovered_and_mismatched_kernels_fail(tmp_path):
+    ptx = os.path.join(corpus_dir(), "printf_kernels.ptx")
+    lines = (GPU_DIR / "specs" / "printf_kernels.spec").read_text().splitlines()
+    # a kernel the spec does not launch
+    spec = tmp_path / "missing.spec"
+    spec.write_text("\n".join(l for l in lines if "pk_hello" not in l) + "\n")
+    p = gpu_run("--spec", spec, "--ptx", ptx, "--cache", tmp_path / "c", "--build-only",
+                "--out", tmp_path / "r.txt")
+    assert p.returncode == 1 and "pk_hello" in p.stderr, p.stderr
+    assert "uncovered pk_hello" in (tmp_path / "r.txt").read_text()
+    # an argument of the wrong size
+    spec = tmp_path / "size.spec"
+    spec.write_text("\n".join(l.replace("f32:2.5", "f64:2.5") for l in lines) + "\n")
+    p = gpu_run("--spec", spec, "--ptx", ptx, "--cache", tmp_path / "c", "--build-only",
+                "--out", tmp_path / "r.txt")
+    assert p.returncode == 1 and "pk_scale parameter 3 is 4 bytes" in p.stderr, p.stderr
+    # a wrong build expectation (the module is now cached: nothing compiles)
+    p = gpu_run("--spec", GPU_DIR / "specs" / "printf_kernels.spec", "--ptx", ptx, "--cache",
+                tmp_path / "c", "--build-only", "--expect-compiled", "all", "--out",
+                tmp_path / "r.txt")
+    assert p.returncode == 1 and "EXPECTATION FAILED" in p.stderr, p.stderr
+
+
+def test_membar_edit_compiles_and_changes_one_kernel(tmp_path):
+    from tchelp import PTXAS
+    sys.path.insert(0, str(GPU_DIR))
+    import gpu_check
+    ptx = os.path.join(corpus_dir(), "globals_atomics.ptx")
+    edited = tmp_path / "edit.ptx"
+    kernel = gpu_check.make_edit(ptx, str(edited))
+    assert kernel == "_Z14ga_count_abovePKiii"  # first in byte order
+    a, b = tmp_path / "a.cubin", tmp_path / "b.cubin"
+    subprocess.run([PTXAS, "-arch=sm_90", ptx, "-o", a], check=True)
+    subprocess.run([PTXAS, "-arch=sm_90", edited, "-o", b], check=True)
+    ca, cb = gpu_check.cubin_code(str(a)), gpu_check.cubin_code(str(b))
+    assert [k for k in ca if ca[k] != cb.get(k)] == [kernel]
