@@ -125,6 +125,10 @@ static void read_config(tc_store *st)
 }
 
 static mode_t dir_mode(const tc_store *st) { return st->shared ? 02770 : 0700; }
+
+/* For calls whose failure changes nothing that matters (a permission
+ * refresh, a timestamp): glibc marks some of them warn_unused_result. */
+static void best_effort(int rc) { (void)rc; }
 static mode_t file_mode(const tc_store *st) { return st->shared ? 0660 : 0600; }
 
 tc_store *tc_store_open(const char *root)
@@ -159,7 +163,7 @@ tc_store *tc_store_open(const char *root)
     if (env && *env)
         tc_parse_size(env, &st->max_size);
     if (st->shared)
-        fchmod(st->rootfd, dir_mode(st));
+        best_effort(fchmod(st->rootfd, dir_mode(st)));
     if (access(root, W_OK) != 0 || fault("write")) {
         set_warning(st, "write to the cache directory", root, fault("write") ? fault("write")
                                                                              : errno);
@@ -227,7 +231,7 @@ static int open_chain(tc_store *st, const char *const *parts, int n, int create)
             if (mkdirat(fd, parts[i], dir_mode(st)) == 0 && st->shared) {
                 int d = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (d >= 0) {
-                    fchmod(d, dir_mode(st)); /* umask may have dropped group bits */
+                    best_effort(fchmod(d, dir_mode(st))); /* umask dropped group bits? */
                     close(d);
                 }
             }
@@ -292,7 +296,7 @@ static int read_record(int dirfd, const char *name, char **data, size_t *len)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     if (now.tv_sec - s.st_mtim.tv_sec > 60)
-        (void)futimens(fd, NULL); /* best effort: a read-only cache still serves */
+        best_effort(futimens(fd, NULL)); /* a read-only cache still serves */
     close(fd);
     buf[n] = '\0';
     *data = buf;
@@ -364,7 +368,7 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
         goto done;
     }
     if (st->shared)
-        fchmodat(dfd, name, file_mode(st), 0);
+        best_effort(fchmodat(dfd, name, file_mode(st), 0));
     rc = (long long)rec.len;
 done:
     if (dfd >= 0)
