@@ -79,7 +79,7 @@ static size_t off(const parser *p, const tc_tok *t) { return (size_t)(t->p - p->
  * as a byte value when it is not printable text. */
 static const char *describe(const tc_tok *t, char buf[64])
 {
-    if (t->kind == TK_EOF)
+    if (t->kind == TK_EOF || t->len == 0)
         return "the end of the file";
     unsigned char c = (unsigned char)t->p[0];
     if (t->kind == TK_PUNCT && (c < 0x20 || c >= 0x7f)) {
