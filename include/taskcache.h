@@ -226,6 +226,19 @@ TC_API tc_status tc_options_set_compiler(tc_options *opts, tc_compiler compiler)
 /* 1 when this build of the library has the in-process compiler. */
 TC_API int tc_have_inprocess_compiler(void);
 
+/* How units are compiled. Relocatable (the default) is ptxas -c: fastest
+ * to compile; calls to copied helper functions follow the full calling
+ * convention, as in any separately compiled code. Whole-program units
+ * (ptxas -ewp) get the code a whole-module build gives each kernel (same
+ * registers, same inlined calling sequences) at a higher compile cost;
+ * a unit that calls or takes the address of a function shared through
+ * the module data is still compiled relocatable. Part of every key. */
+typedef enum tc_unit_code {
+    TC_UNIT_CODE_RELOCATABLE = 0,
+    TC_UNIT_CODE_WHOLE_PROGRAM = 1
+} tc_unit_code;
+TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
+
 /* Turns splitting off: the module is compiled whole (debugging aid). */
 TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 

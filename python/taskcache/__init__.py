@@ -174,6 +174,7 @@ def _L():
             "tc_options_set_split": (ctypes.c_int, [P, ctypes.c_int]),
             "tc_options_set_unit_cost": (ctypes.c_int, [P, ctypes.c_uint]),
             "tc_options_set_compiler": (ctypes.c_int, [P, ctypes.c_int]),
+            "tc_options_set_unit_code": (ctypes.c_int, [P, ctypes.c_int]),
             "tc_have_inprocess_compiler": (ctypes.c_int, []),
             "tc_build": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                         ctypes.POINTER(P)]),
@@ -268,6 +269,7 @@ class Options:
     module_cache: bool = True
     unit_cache: bool = True
     split: bool = True
+    whole_program_units: bool = False
 
     def _handle(self):
         lib = _L()
@@ -294,6 +296,7 @@ class Options:
             lib.tc_options_set_tier(h, 1, int(self.module_cache))
             lib.tc_options_set_tier(h, 2, int(self.unit_cache))
             lib.tc_options_set_split(h, int(self.split))
+            lib.tc_options_set_unit_code(h, int(self.whole_program_units))
             ok = True
             return h
         finally:

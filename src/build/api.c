@@ -178,6 +178,14 @@ tc_status tc_options_set_compiler(tc_options *o, tc_compiler c)
 
 int tc_have_inprocess_compiler(void) { return tc_nvptx_available(); }
 
+tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
+{
+    if (code != TC_UNIT_CODE_RELOCATABLE && code != TC_UNIT_CODE_WHOLE_PROGRAM)
+        return TC_ERR_INVALID;
+    o->unit_code = code;
+    return TC_OK;
+}
+
 tc_status tc_options_set_split(tc_options *o, int enabled)
 {
     o->split = !!enabled;

@@ -284,7 +284,7 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
     tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
     int code = 0;
     double t = now();
-    int rc = tc_build_compile(b, 0, b->src, b->len, in, &output, &log, &code);
+    int rc = tc_build_compile(b, TC_OUT_CUBIN, b->src, b->len, in, &output, &log, &code);
     r->report.seconds_compile = now() - t;
     b->delta.v[TC_C_COMPILES]++;
     tc_status st = TC_OK;
@@ -344,11 +344,11 @@ tc_status tc_build_link(tc_build_ctx *b, const tc_blob *objs, size_t n)
     return st;
 }
 
-int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t len,
+int tc_build_compile(tc_build_ctx *b, tc_out_kind kind, const char *text, size_t len,
                      const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
 {
     if (b->in_process)
-        return tc_nvptx_compile(b->o->arch, b->o->copts, b->o->ncopts, relocatable, text, len,
+        return tc_nvptx_compile(b->o->arch, b->o->copts, b->o->ncopts, kind, text, len,
                                 output, log, exit_code) == 0
                    ? 0
                    : (errno = ENOMEM, -1);
@@ -359,7 +359,7 @@ int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t 
         snprintf(out, pl + 8, "%.*s.out", (int)(pl - 4), ptx_path);
         snprintf(logp, pl + 8, "%.*s.log", (int)(pl - 4), ptx_path);
         tc_ptxas_job job = {.ptxas = b->ptxas, .arch = b->o->arch, .opts = b->o->copts,
-                            .nopts = b->o->ncopts, .relocatable = relocatable,
+                            .nopts = b->o->ncopts, .kind = kind,
                             .ptx_path = ptx_path, .out_path = out, .log_path = logp};
         rc = tc_ptxas_run(&job);
         *exit_code = rc == 0 ? job.exit_code : -1;
@@ -383,8 +383,9 @@ static tc_status run(tc_build_ctx *b)
     if (st != TC_OK)
         return st;
     if (b->o->split)
-        snprintf(b->plan, sizeof b->plan, "split:%u",
-                 b->o->unit_cost ? b->o->unit_cost : TC_UNIT_COST_DEFAULT);
+        snprintf(b->plan, sizeof b->plan, "split:%u:%s",
+                 b->o->unit_cost ? b->o->unit_cost : TC_UNIT_COST_DEFAULT,
+                 b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
         snprintf(b->plan, sizeof b->plan, "whole");
     if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)

@@ -4,6 +4,7 @@
 #define TC_BUILD_BUILD_H
 
 #include "../key/key.h"
+#include "../compile/ptxas.h"
 #include "../key/toolchain.h"
 #include "../link/link.h"
 #include "../ptx/slice.h"
@@ -13,6 +14,7 @@
 typedef struct tc_unit {
     uint32_t first, count;  /* entries [first, first+count) in name order */
     int is_md;              /* the module-data object */
+    tc_out_kind kind;       /* how it compiles: TC_OUT_EWP or TC_OUT_OBJECT */
     uint64_t cost;          /* text bytes: schedules the largest first */
     tc_digest key;
     char hex[TC_DIGEST_HEX_LEN + 1];
@@ -75,7 +77,7 @@ tc_status tc_build_link(tc_build_ctx *b, const tc_blob *objs, size_t n);
 /* Compiles text (written at ptx_path for ptxas) with the chosen backend;
  * fills output/log/exit code. Returns 0, or -1 (errno) when the compiler
  * could not run. */
-int tc_build_compile(tc_build_ctx *b, int relocatable, const char *text, size_t len,
+int tc_build_compile(tc_build_ctx *b, tc_out_kind kind, const char *text, size_t len,
                      const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
 void tc_build_units_free(tc_build_ctx *b);
 void tc_build_ctx_free(tc_build_ctx *b);

@@ -19,6 +19,7 @@ struct tc_options {
     int module_tier, unit_tier, split;
     unsigned unit_cost;
     tc_compiler compiler;
+    tc_unit_code unit_code;
 };
 
 struct tc_cache {

@@ -75,6 +75,7 @@ done:
 
 static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
 {
+    u->kind = TC_OUT_OBJECT;
     if (u->is_md)
         return tc_slicer_emit_module_data(b->slicer, t);
     uint32_t *idx = malloc(u->count * sizeof *idx);
@@ -82,8 +83,11 @@ static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
         return -1;
     for (uint32_t i = 0; i < u->count; i++)
         idx[i] = u->first + i;
-    int rc = tc_slicer_emit_unit(b->slicer, idx, u->count, t);
+    int whole_program = 0;
+    int rc = tc_slicer_emit_unit(b->slicer, idx, u->count, t, &whole_program);
     free(idx);
+    u->kind = whole_program && b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? TC_OUT_EWP
+                                                                              : TC_OUT_OBJECT;
     return rc;
 }
 
@@ -182,7 +186,8 @@ static tc_status key_units(tc_build_ctx *b)
     for (size_t i = 0; i < b->nunits; i++) {
         tc_unit *u = &b->units[i];
         if (emit(b, u, &u->map) != 0 ||
-            tc_key_unit(&b->kc, u->map.text.data, u->map.text.len, &u->key) != 0)
+            tc_key_unit(&b->kc, tc_out_option(u->kind), u->map.text.data, u->map.text.len,
+                        &u->key) != 0)
             return TC_ERR_NOMEM;
         tc_digest_hex(&u->key, u->hex);
         u->cost = u->map.text.len;
@@ -230,10 +235,25 @@ typedef struct pool {
 
 static void compile_unit(tc_build_ctx *b, tc_unit *u)
 {
-    if (tc_build_compile(b, 1, u->map.text.data, u->map.text.len, u->path, &u->object, &u->log,
-                         &u->exit_code) != 0) {
+    if (tc_build_compile(b, u->kind, u->map.text.data, u->map.text.len, u->path, &u->object,
+                         &u->log, &u->exit_code) != 0) {
         u->spawn_failed = errno ? errno : EIO;
         u->exit_code = -1;
+    }
+    /* ptxas refuses some units in whole-program mode ("Internal error:
+     * unexpected reloc" on some, restrictions on others) that it compiles
+     * relocatable: same text, same compiler, same outcome, so falling back
+     * keeps the result a function of the key. */
+    if (u->kind == TC_OUT_EWP && u->exit_code > 0 && u->log.data &&
+        (strstr(u->log.data, "Internal error") ||
+         strstr(u->log.data, "extensible whole program"))) {
+        tc_sb_reset(&u->object);
+        tc_sb_reset(&u->log);
+        if (tc_build_compile(b, TC_OUT_OBJECT, u->map.text.data, u->map.text.len, u->path,
+                             &u->object, &u->log, &u->exit_code) != 0) {
+            u->spawn_failed = errno ? errno : EIO;
+            u->exit_code = -1;
+        }
     }
     tc_sb_free(&u->map.text); /* only the line map is needed from here on */
     u->compiled = 1;
@@ -414,9 +434,12 @@ static tc_status slice_keys(tc_build_ctx *b)
         uint32_t idx = (uint32_t)i;
         tc_digest d;
         char hex[TC_DIGEST_HEX_LEN + 1];
-        int rc = tc_slicer_emit_unit(b->slicer, &idx, 1, &t);
+        int whole_program = 0;
+        int rc = tc_slicer_emit_unit(b->slicer, &idx, 1, &t, &whole_program);
+        int ewp = whole_program && b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
         if (rc == 0)
-            rc = tc_key_unit(&b->kc, t.text.data, t.text.len, &d);
+            rc = tc_key_unit(&b->kc, tc_out_option(ewp ? TC_OUT_EWP : TC_OUT_OBJECT),
+                             t.text.data, t.text.len, &d);
         tc_text_free(&t);
         if (rc != 0)
             return TC_ERR_NOMEM;

@@ -208,7 +208,8 @@ static void generate_and_compile(job *j, size_t i)
     snprintf(name, sizeof name, "task%zu.ptx", i);
     char *path = tc_path_join(b->scratch, name);
     if (!path || (!b->in_process && tc_write_file(path, s->gen.ptx.data, s->gen.ptx.len) != 0) ||
-        tc_build_compile(b, 1, s->gen.ptx.data, s->gen.ptx.len, path, &s->object, &s->log,
+        tc_build_compile(b, TC_OUT_OBJECT, s->gen.ptx.data, s->gen.ptx.len, path, &s->object,
+                         &s->log,
                          &s->exit_code) != 0) {
         tc_sb_printf(&s->log, "%s: error: cannot run the compiler: %s\n", s->name,
                      strerror(errno ? errno : EIO));

@@ -70,6 +70,10 @@ static const char usage_build[] =
     "  --max-size SIZE             cache size limit for this run (e.g. 2G, 500M; 0 = none;\n"
     "                              default $TASKCACHE_MAXSIZE, taskcache.conf, or 5G)\n"
     "  --unit-cost N               target size of a compile unit, in PTX statements\n"
+    "  --whole-program-units       compile units with ptxas -ewp: each kernel gets the\n"
+    "                              code of a whole-module build (same registers and call\n"
+    "                              sequences), at ~1.2x the compile time of the default\n"
+    "                              relocatable units (-c)\n"
     "  -v, --verbose               print what was reused and compiled\n"
     "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
     "  --full-keys                 explain: print whole 64-digit keys\n"
@@ -243,6 +247,8 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
                 tc_options_set_compiler(a->opts, TC_COMPILER_AUTO);
             else
                 return usage_error("--compiler takes ptxas, inprocess or auto, not '%s'", v);
+        } else if (!strcmp(s, "--whole-program-units")) {
+            tc_options_set_unit_code(a->opts, TC_UNIT_CODE_WHOLE_PROGRAM);
         } else if (!strcmp(s, "--no-cache")) {
             a->no_cache = 1;
         } else if (!strcmp(s, "--no-module-cache")) {

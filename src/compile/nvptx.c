@@ -43,7 +43,7 @@ static void append_log(nvPTXCompilerHandle h, int errors, tc_sb *log)
     }
 }
 
-int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relocatable,
+int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
 {
     const char **argv = calloc(nopts + 4, sizeof *argv);
@@ -53,8 +53,8 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relo
     snprintf(gpu, sizeof gpu, "--gpu-name=%s", arch);
     int argc = 0;
     argv[argc++] = gpu;
-    if (relocatable)
-        argv[argc++] = "--compile-only";
+    if (kind != TC_OUT_CUBIN)
+        argv[argc++] = tc_out_option(kind);
     argv[argc++] = "--verbose";
     for (size_t i = 0; i < nopts; i++)
         argv[argc++] = opts[i];
@@ -93,10 +93,10 @@ int tc_nvptx_available(void) { return 0; }
 
 const char *tc_nvptx_identity(void) { return ""; }
 
-int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relocatable,
+int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
 {
-    (void)arch, (void)opts, (void)nopts, (void)relocatable, (void)ptx, (void)len;
+    (void)arch, (void)opts, (void)nopts, (void)kind, (void)ptx, (void)len;
     (void)output, (void)log;
     *exit_code = -1;
     return -1;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "../util/strbuf.h"
+#include "ptxas.h"
 
 /* 1 when taskcache was built with the in-process compiler. */
 int tc_nvptx_available(void);
@@ -21,7 +22,7 @@ const char *tc_nvptx_identity(void);
 /* Compiles PTX text; -v is always passed. *exit_code is 0 on success.
  * log receives the info and error logs in ptxas's own format. Returns -1
  * only when the compiler is not available or out of memory. Thread-safe. */
-int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, int relocatable,
+int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code);
 
 #endif

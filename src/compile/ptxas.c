@@ -8,6 +8,13 @@
 #include "../util/fs.h"
 #include "spawn.h"
 
+const char *tc_out_option(tc_out_kind kind)
+{
+    return kind == TC_OUT_OBJECT ? "--compile-only"
+           : kind == TC_OUT_EWP  ? "--extensible-whole-program"
+                                 : "";
+}
+
 int tc_ptxas_run(tc_ptxas_job *job)
 {
     size_t argc = 0;
@@ -18,8 +25,8 @@ int tc_ptxas_run(tc_ptxas_job *job)
     snprintf(arch, sizeof arch, "-arch=%s", job->arch);
     argv[argc++] = (char *)job->ptxas;
     argv[argc++] = arch;
-    if (job->relocatable)
-        argv[argc++] = (char *)"-c";
+    if (job->kind != TC_OUT_CUBIN)
+        argv[argc++] = (char *)tc_out_option(job->kind);
     argv[argc++] = (char *)"-v";
     for (size_t i = 0; i < job->nopts; i++)
         argv[argc++] = job->opts[i];

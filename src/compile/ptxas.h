@@ -10,13 +10,27 @@
 #include "../ptx/slice.h"
 #include "../util/strbuf.h"
 
+/* What a compile produces. */
+typedef enum tc_out_kind {
+    TC_OUT_CUBIN = 0,   /* an executable cubin (whole module) */
+    TC_OUT_OBJECT = 1,  /* -c: a relocatable object */
+    TC_OUT_EWP = 2      /* -ewp: whole-program code generation (calls between
+                           the unit's own functions are optimized as in a
+                           whole-module build), still linkable: its
+                           references to the module data's variables are
+                           resolved by the linker */
+} tc_out_kind;
+
+/* The ptxas option of an output kind ("" for a cubin). */
+const char *tc_out_option(tc_out_kind kind);
+
 typedef struct tc_ptxas_job {
     /* in */
     const char *ptxas;        /* path of the ptxas binary */
     const char *arch;         /* "sm_90" */
     char *const *opts;        /* extra compiler options */
     size_t nopts;
-    int relocatable;          /* -c: an object to be linked */
+    tc_out_kind kind;
     const char *ptx_path;     /* input file, already written */
     const char *out_path;     /* object or cubin to produce */
     const char *log_path;     /* where ptxas's output goes */

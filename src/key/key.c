@@ -18,12 +18,14 @@ static void common(tc_hash *h, const char *what, const tc_keyctx *k)
     tc_hash_field_str(h, "compiler", k->compiler_id);
 }
 
-int tc_key_unit(const tc_keyctx *k, const char *text, size_t len, tc_digest *out)
+int tc_key_unit(const tc_keyctx *k, const char *mode, const char *text, size_t len,
+                tc_digest *out)
 {
     tc_hash *h = tc_hash_new();
     if (!h)
         return -1;
     common(h, "unit", k);
+    tc_hash_field_str(h, "mode", mode);
     tc_hash_field(h, "text", text, len);
     tc_hash_final(h, out);
     tc_hash_free(h);

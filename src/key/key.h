@@ -12,7 +12,7 @@
 /* Version of the slicing and unit-grouping rules: part of module keys,
  * because it decides which objects a module is linked from. Unit keys need
  * no such field: they hash the very text that is compiled. */
-#define TC_SLICER_VERSION 1
+#define TC_SLICER_VERSION 2
 
 typedef struct tc_keyctx {
     const char *target;       /* "sm_90" */
@@ -21,9 +21,11 @@ typedef struct tc_keyctx {
     const char *compiler_id;  /* tc_tool_identity of ptxas */
 } tc_keyctx;
 
-/* Key of a compile unit (relocatable object) from its canonical text.
+/* Key of a compile unit from how it is compiled (the output option) and
+ * its canonical text.
  * Returns 0, or -1 out of memory (no key must then be used). */
-int tc_key_unit(const tc_keyctx *k, const char *text, size_t len, tc_digest *out);
+int tc_key_unit(const tc_keyctx *k, const char *mode, const char *text, size_t len,
+                tc_digest *out);
 
 /* Key of a whole module: its exact input bytes plus everything that decides
  * how it is built and linked. `plan` describes the build plan ("split:600"

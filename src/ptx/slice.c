@@ -785,7 +785,8 @@ static int emit_copies(tc_slicer *s, tc_text *out, const u32vec *copies)
     return 0;
 }
 
-int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out)
+int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,
+                        int *whole_program)
 {
     const tc_ptx_module *m = s->m;
     closure c;
@@ -795,6 +796,10 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
         goto done;
     if (emit_header(s, out, c.uses_loc))
         goto done;
+    *whole_program = 1;
+    for (size_t i = 0; i < c.efuncs.n; i++)
+        if (m->syms[c.efuncs.v[i]].def >= 0) /* defined in the module data */
+            *whole_program = 0;
     for (size_t i = 0; i < c.vars.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
         if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))

@@ -54,8 +54,12 @@ const tc_ptx_stmt *tc_slicer_entry(const tc_slicer *s, size_t i);
 uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
 
 /* Emits a unit holding entries idx[0..n) (indices in name order, sorted
- * ascending). 0 ok, -1 out of memory. */
-int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out);
+ * ascending). *whole_program is set when the unit may be compiled with
+ * whole-program code generation (ptxas -ewp): when it calls or takes the
+ * address of no function of the module data (ptxas allows neither there;
+ * references to variables are fine). 0 ok, -1 out of memory. */
+int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,
+                        int *whole_program);
 
 /* Whether a module-data object is needed, and its text. */
 int tc_slicer_has_module_data(const tc_slicer *s);

@@ -44,6 +44,12 @@ def test_every_slice_compiles_and_symbols_match(corpus_ptx, tmp_path):
     warm = tmp_path / "warm.cubin"
     build(corpus_ptx, warm, cache)
     assert warm.read_bytes() == cold.read_bytes()
+    # whole-program units (ptxas -ewp, with the fallback to -c where ptxas
+    # refuses it) link the same symbols
+    ewp = tmp_path / "ewp.cubin"
+    build(corpus_ptx, ewp, cache, "--whole-program-units")
+    assert elfsyms.kernels(str(ewp)) == kernels
+    assert_has_globals(globals_, ewp)
 
 
 def test_corpus_is_complete():

@@ -111,7 +111,7 @@ def test_target_options_and_compiler_change_every_key(tmp_path, cache):
                         "--json").stdout)["entries"]}
     assert all(other_target[k] != base[k] for k in base)
     for opt in (["-O2"], ["-lineinfo"], ["--maxrregcount=32"], ["--fmad=false"],
-                ["-Xptxas", "--def-load-cache=cg"]):
+                ["-Xptxas", "--def-load-cache=cg"], ["--whole-program-units"]):
         after = slice_keys(ptx, cache, *opt)
         assert all(after[k] != base[k] for k in base), opt
     # a different compiler: a wrapper that reports another version

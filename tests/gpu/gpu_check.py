@@ -274,7 +274,7 @@ def explain_dump(dir_a, dir_b, after_line):
 # whole-eager: the whole-module image again with CUDA_MODULE_LOADING=EAGER (the
 # others use the driver's default, lazy loading): tells a driver artifact from
 # a taskcache problem
-RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas")
+RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas", "cold-ewp")
 
 
 def identity_variant(args, base, variant):
@@ -320,6 +320,7 @@ def identity_variant(args, base, variant):
     except (ValueError, OSError, struct.error) as e:
         row["notes"].append(f"cannot compare machine code: {e}")
     cache_a, cache_b = os.path.join(d, "cache"), os.path.join(d, "cache-ptxas")
+    cache_c = os.path.join(d, "cache-ewp")
     runs = {
         "whole": ["--image", whole],
         "whole-eager": ["--image", whole],
@@ -331,6 +332,8 @@ def identity_variant(args, base, variant):
                  "--expect-module-hit", "0"],
         "cold-ptxas": ["--ptx", ptx, "--cache", cache_b, "--compiler", "ptxas",
                        "--expect-compiled", "all", "--expect-module-hit", "0"],
+        "cold-ewp": ["--ptx", ptx, "--cache", cache_c, "--whole-program-units",
+                     "--expect-compiled", "all", "--expect-module-hit", "0"],
     }
     env = {"TASKCACHE_COMPILER": None, "TASKCACHE_DIR": None}
     results = {}
@@ -586,8 +589,15 @@ def cmd_timing(args):
         doc["dry_run"] = True
         write_json(args.json, doc)
         return 0
+    ewp_cache = args.cache + "-ewp"
+    r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", ewp_cache,
+             "--whole-program-units", "--arch", args.arch, "--build-only", "--out",
+             os.path.join(d, "build-ewp.result")], env=env, timeout=300)
+    detail(f"--- (c) taskcache build, whole-program units: exit {r['rc']}\n{r['stderr']}")
     series = [("whole1", ["--image", args.whole]), ("taskcache", ["--ptx", args.ptx, "--cache",
                                                                    args.cache]),
+              ("taskcache-ewp", ["--ptx", args.ptx, "--cache", ewp_cache,
+                                 "--whole-program-units"]),
               ("whole2", ["--image", args.whole])]
     times = {}
     for name, src in series:
@@ -643,6 +653,16 @@ def cmd_timing(args):
         return 0
     med = statistics.median(ratios) if ratios else None
     lo, hi = percentile(noise, 0.05), percentile(noise, 0.95)
+    if "taskcache-ewp" in times:
+        ew = [(k, times["taskcache-ewp"][k][0] / times["whole1"][k][0]) for k in ks
+              if k in times["taskcache-ewp"] and times["whole1"][k][0] > 0]
+        ew_ratios = [x for _, x in ew]
+        ew_above = sorted(((k, x) for k, x in ew if hi and x > hi), key=lambda t: -t[1])
+        doc["ewp"] = {"median_ratio": statistics.median(ew_ratios) if ew_ratios else None,
+                      "above_band": len(ew_above),
+                      "worst": [{"kernel": k, "ratio": x} for k, x in ew_above[:8]]}
+        log(f"(c) whole-program units: median taskcache/whole = "
+            f"{doc['ewp']['median_ratio']:.4f}; {len(ew_above)} kernels above the band")
     above = sorted((p for p in per if p["ratio"] and hi and p["ratio"] > hi),
                    key=lambda p: -p["ratio"])
     noise_above = sum(1 for x in noise if hi and x > hi)
@@ -872,7 +892,7 @@ def cmd_summary(args):
         rows.append(("(a) bitwise identity, all", ("DRY" if args.dry_run else "PASS")
                      if npass == n else "FAIL",
                      f"{npass}/{n} module variants: whole ptxas = taskcache cold = warm = edit = "
-                     f"cold --compiler ptxas"))
+                     f"cold --compiler ptxas = cold whole-program units"))
     sass = load(os.path.join(w, "sass.json"))
     if sass is None:
         if "sass" not in quiet:
@@ -921,6 +941,16 @@ def cmd_summary(args):
                      f"band [{tim['noise_p5']:.4f}, {tim['noise_p95']:.4f}]; "
                      f"{tim['above_band']} kernels above it (noise run: {tim['noise_above_band']})"
                      + (f"; worst: {worst}" if worst else "")))
+        ew = tim.get("ewp") or {}
+        if ew.get("median_ratio") is not None:
+            med_e = ew["median_ratio"]
+            verdict_e = ("MET" if med_e <= 1.0 else "WITHIN NOISE"
+                         if med_e <= tim["noise_p95"] else "NOT MET")
+            worst_e = ", ".join(f"{p['kernel']} {p['ratio']:.3f}x" for p in ew["worst"][:3])
+            rows.append(("(c) kernel time, whole-program units", verdict_e,
+                         f"median taskcache/whole {med_e:.4f} (target <= 1.00); "
+                         f"{ew['above_band']} kernels above the noise band"
+                         + (f"; worst: {worst_e}" if worst_e else "")))
     fl = load(os.path.join(w, "first.json"))
     if fl is None:
         if "first" not in quiet:

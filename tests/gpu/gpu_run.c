@@ -1078,6 +1078,7 @@ typedef struct options {
     const char *expect_compiled; /* "all" or a number */
     int expect_module_hit;       /* -1 = not checked */
     int compiler;                /* -1 = default */
+    int whole_program_units;     /* tc_options_set_unit_code(WHOLE_PROGRAM) */
     int jobs;
     uint64_t seed;
     int have_seed;
@@ -1089,6 +1090,7 @@ _Noreturn static void usage(void)
 {
     fputs("usage:\n"
           "  gpu_run --spec FILE.spec|auto --ptx IN.ptx --cache DIR [--compiler ptxas|inprocess]\n"
+          "          [--whole-program-units]\n"
           "          [--arch sm_90] [--jobs N] [--expect-compiled N|all] [--expect-module-hit 0|1]\n"
           "          --seed S --out RESULT.txt\n"
           "  gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt\n"
@@ -1151,6 +1153,8 @@ static void parse_options(int argc, char **argv, options *o)
                 fprintf(stderr, "gpu_run: --compiler ptxas|inprocess|auto\n");
                 usage();
             }
+        } else if (!strcmp(a, "--whole-program-units")) {
+            o->whole_program_units = 1;
         } else if (!strcmp(a, "--jobs"))
             o->jobs = atoi(NEXT());
         else if (!strcmp(a, "--seed")) {
@@ -1245,6 +1249,9 @@ static void do_build(const options *o, const unsigned char *ptx, size_t ptx_len,
         die(2, "bad --jobs");
     if (o->compiler >= 0 && tc_options_set_compiler(to, (tc_compiler)o->compiler) != TC_OK)
         die(2, "tc_options_set_compiler refused the compiler");
+    if (o->whole_program_units &&
+        tc_options_set_unit_code(to, TC_UNIT_CODE_WHOLE_PROGRAM) != TC_OK)
+        die(2, "tc_options_set_unit_code refused whole-program units");
     tc_status st = tc_build(cache, to, ptx, ptx_len, o->ptx, &b->result);
     if (!b->result)
         die(1, "tc_build(%s) failed without a result: %s", o->ptx, tc_status_name(st));
