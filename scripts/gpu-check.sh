@@ -327,8 +327,27 @@ else
         [ "$drc" = 0 ] || demo_res="FAIL"
         demo_fig="$demo_fig run $i (exit $drc): ${line:-see log};"
     done
-    if [ "$demo_res" = PASS ] && ! grep -q '"codegen": 0' "$WORK/demo2.out"; then
-        demo_res="FAIL"; demo_fig="$demo_fig the second run ran codegen again;"
+    # every front end that worked: correct results both times, and no
+    # compiler call at all in the second process
+    if [ "$demo_res" = PASS ]; then
+        verdict=$(python3 - "$WORK/demo1.out" "$WORK/demo2.out" <<'PYEOF'
+import json, sys
+runs = [json.loads([l for l in open(f) if l.startswith("{")][-1]) for f in sys.argv[1:]]
+notes, ok = [], True
+for fe in runs[0]:
+    a, b = runs[0][fe], runs[1].get(fe, {})
+    if "error" in a:
+        notes.append(f"{fe}: not usable here ({a['error'][:80]})")
+        continue
+    good = all(a["results_ok"].values()) and all(b.get("results_ok", {0: 0}).values()) \
+        and b.get("compiler_calls") == [] and a["image"] == b.get("image")
+    ok &= good
+    notes.append(f"{fe}: {len(a['compiler_calls'])} compiler calls then "
+                 f"{len(b.get('compiler_calls', []))}, results {'ok' if good else 'WRONG'}")
+print(("PASS" if ok else "FAIL") + "|" + "; ".join(notes))
+PYEOF
+)
+        demo_res=${verdict%%|*}; demo_fig=${verdict#*|}
     fi
     row "(f) Python demo" "$demo_res" "${demo_fig:0:400}" 0
 fi
