@@ -14,7 +14,8 @@
 #   (b) SASS comparison (tests/gpu/sass_compare.py) of the 250-kernel
 #       benchmark module and the corpus modules
 #   (c) per-kernel GPU time of the benchmark module: whole-module ptxas image
-#       (twice, for the noise band) vs the taskcache image
+#       (loaded twice, for the noise band) vs the taskcache images (relocatable
+#       and whole-program units), all four timed interleaved in one process
 #   (d) time to first launch: taskcache warm, cubin load, driver PTX JIT
 #       cold and warm
 #   (e) build times: bench/run.py --runs 3 --jobs 16, once per compile backend

@@ -31,7 +31,7 @@ import os
 import pathlib
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 __all__ = [

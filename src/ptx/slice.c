@@ -802,6 +802,11 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
             *whole_program = 0;
     for (size_t i = 0; i < c.vars.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
+        /* A unit compiled with -ewp that reads an extern .const variable gave
+         * wrong results on the H200 (tests/gpu/specs/constant_mem), so only
+         * .global variables keep a unit whole-program. */
+        if (st->space != TC_SPACE_GLOBAL)
+            *whole_program = 0;
         if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))
             goto done;
     }

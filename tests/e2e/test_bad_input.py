@@ -1,6 +1,5 @@
 """Malformed PTX: a file:line error, exit status 1, nothing in the cache."""
 
-import pathlib
 import re
 
 import pytest

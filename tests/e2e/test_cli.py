@@ -3,7 +3,6 @@ cache location, stats, clear, explain."""
 
 import json
 import os
-import pathlib
 
 import pytest
 

@@ -4,14 +4,12 @@ and the output never depends on what the cache held."""
 
 import os
 import pathlib
-import shutil
-import subprocess
 import sys
 
 import pytest
 
 import elfsyms
-from tchelp import NVCC, ROOT, build, explain, run, stats, tc
+from tchelp import NVCC, ROOT, build, explain, run, stats
 
 GEN = ROOT / "bench" / "gen_module.py"
 

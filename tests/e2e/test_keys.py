@@ -1,10 +1,9 @@
 """Key stability: a slice's key changes exactly when something that can
 change its machine code changes, and never because of unrelated entries."""
 
-import os
 import stat
 
-from tchelp import ARCH, PTXAS, explain, nvcc_ptx, slice_keys
+from tchelp import PTXAS, explain, nvcc_ptx, slice_keys
 
 HEADER = r"""
 #include <cstdio>

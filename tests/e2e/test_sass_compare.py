@@ -7,9 +7,6 @@ the classification on embedded nvdisasm text and need no tool at all."""
 
 import importlib.util
 import json
-import os
-import pathlib
-import shutil
 import subprocess
 import sys
 

@@ -54,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 idx[c++] = (uint32_t)i;
             tc_text t;
             memset(&t, 0, sizeof t);
-            if (tc_slicer_emit_unit(s, idx, c, &t) == 0)
+            int whole_program;
+            if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0)
                 check_reparses(&t);
             tc_text_free(&t);
         }

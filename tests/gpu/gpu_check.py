@@ -192,7 +192,7 @@ def cubin_code(path):
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     hdrs = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    stro, strs = hdrs[shstrndx][4], hdrs[shstrndx][5]
+    stro = hdrs[shstrndx][4]
     out = {}
     for name, typ, _fl, _ad, off, size in hdrs:
         nm = data[stro + name:data.index(b"\0", stro + name)].decode("utf-8", "replace")
@@ -222,6 +222,10 @@ def read_result(path):
             elif line.startswith("time "):
                 w = line.split()
                 doc["times"][w[1]] = (float(w[2]), float(w[3]))
+            elif line.startswith("time@"):  # a --compare module, timed interleaved
+                w = line.split()
+                doc.setdefault("times_cmp", {}).setdefault(int(w[0][5:]), {})[w[1]] = (
+                    float(w[2]), float(w[3]))
             elif line.startswith("uncovered "):
                 doc["uncovered"].append(line.split()[1])
             elif line.startswith("expectation FAIL"):
@@ -568,12 +572,12 @@ def cmd_timing(args):
     doc = {"step": "timing", "ok": True, "rows": []}
     env = {"CUDA_MODULE_LOADING": "EAGER", "TASKCACHE_COMPILER": None}
     seed = random.SystemRandom().randrange(1, 2 ** 62)
-    log(f"(c) per-kernel time: seed {seed}, {args.reps} timed launches per kernel "
-        f"(CUDA_MODULE_LOADING=EAGER)")
+    log(f"(c) per-kernel time: seed {seed}, {args.reps} timed batches of 10 launches per kernel "
+        f"and module, interleaved (CUDA_MODULE_LOADING=EAGER)")
     # the taskcache image is built (cold) before anything is timed
     r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", args.cache, "--arch",
-             args.arch, "--build-only", "--out", os.path.join(d, "build.result")], env=env,
-            timeout=300)
+             args.arch, "--build-only", "--out", os.path.join(d, "build.result"), "--write-image",
+             os.path.join(d, "taskcache.cubin")], env=env, timeout=300)
     b = read_result(os.path.join(d, "build.result"))
     detail(f"--- (c) taskcache build: exit {r['rc']}\n{r['stderr']}")
     if r["rc"] != 0:
@@ -592,36 +596,45 @@ def cmd_timing(args):
     ewp_cache = args.cache + "-ewp"
     r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", ewp_cache,
              "--whole-program-units", "--arch", args.arch, "--build-only", "--out",
-             os.path.join(d, "build-ewp.result")], env=env, timeout=300)
+             os.path.join(d, "build-ewp.result"), "--write-image", os.path.join(d, "ewp.cubin")],
+            env=env, timeout=300)
     detail(f"--- (c) taskcache build, whole-program units: exit {r['rc']}\n{r['stderr']}")
-    series = [("whole1", ["--image", args.whole]), ("taskcache", ["--ptx", args.ptx, "--cache",
-                                                                   args.cache]),
-              ("taskcache-ewp", ["--ptx", args.ptx, "--cache", ewp_cache,
-                                 "--whole-program-units"]),
-              ("whole2", ["--image", args.whole])]
-    times = {}
-    for name, src in series:
-        if time_left(args) < 40:
-            doc["incomplete"] = True
-            doc["error"] = f"time budget exhausted before the {name} series"
-            log(f"(c) {doc['error']}")
-            write_json(args.json, doc)
-            return 0
-        out = os.path.join(d, name + ".result")
-        r = run([args.gpu_run, "--spec", "auto", *src, "--arch", args.arch, "--seed", str(seed),
-                 "--time", str(args.reps), "--out", out], os.path.join(d, name + ".stdout"),
-                os.path.join(d, name + ".stderr"), env=env, timeout=300)
-        res = read_result(out)
-        detail(f"--- (c) {name}: exit {r['rc']} in {r['seconds']:.1f} s: {' '.join(r['cmd'])}\n"
-               f"{r['stderr']}")
-        if r["rc"] != 0 or res["status"] != "ok":
-            doc["ok"] = False
-            doc["error"] = f"{name} run failed: {last_lines(r['stderr'], 3)}"
-            log(f"(c) ERROR: {doc['error']}")
-            write_json(args.json, doc)
-            return 0
-        times[name] = res["times"]
-        log(f"(c) {name}: {len(res['times'])} kernels timed in {r['seconds']:.1f} s")
+    tc_img, ewp_img = os.path.join(d, "taskcache.cubin"), os.path.join(d, "ewp.cubin")
+    if r["rc"] != 0:
+        doc["ok"] = False
+        doc["error"] = f"whole-program-units build failed: {last_lines(r['stderr'])}"
+        log(f"(c) ERROR: {doc['error']}")
+        write_json(args.json, doc)
+        return 0
+    # One process, four modules, timed batch by batch in rotating order: the
+    # whole-module image, taskcache's, taskcache's with whole-program units,
+    # and the whole-module image loaded a second time (the noise control).
+    series = ["whole1", "taskcache", "taskcache-ewp", "whole2"]
+    if time_left(args) < 60:
+        doc["incomplete"] = True
+        doc["error"] = "time budget exhausted before the timing run"
+        log(f"(c) {doc['error']}")
+        write_json(args.json, doc)
+        return 0
+    out = os.path.join(d, "interleaved.result")
+    r = run([args.gpu_run, "--spec", "auto", "--image", args.whole, "--compare", tc_img,
+             "--compare", ewp_img, "--compare", args.whole, "--arch", args.arch, "--seed",
+             str(seed), "--time", str(args.reps), "--out", out],
+            os.path.join(d, "interleaved.stdout"), os.path.join(d, "interleaved.stderr"),
+            env=env, timeout=400)
+    res = read_result(out)
+    detail(f"--- (c) interleaved: exit {r['rc']} in {r['seconds']:.1f} s: {' '.join(r['cmd'])}\n"
+           f"{r['stderr']}")
+    if r["rc"] != 0 or res["status"] != "ok":
+        doc["ok"] = False
+        doc["error"] = f"timing run failed: {last_lines(r['stderr'], 3)}"
+        log(f"(c) ERROR: {doc['error']}")
+        write_json(args.json, doc)
+        return 0
+    times = {"whole1": res["times"]}
+    for j, name in enumerate(series[1:], 1):
+        times[name] = res.get("times_cmp", {}).get(j, {})
+    log(f"(c) {len(res['times'])} kernels x 4 modules timed interleaved in {r['seconds']:.1f} s")
     ks = sorted(set(times["whole1"]) & set(times["whole2"]) & set(times["taskcache"]))
     if len(ks) != len(times["whole1"]) or len(ks) != len(times["taskcache"]):
         doc["ok"] = False
@@ -681,8 +694,9 @@ def cmd_timing(args):
         verdict = "NOT MET"
     doc["verdict"] = verdict
     with open(args.report, "w") as f:
-        f.write(f"per-kernel GPU time (median of {args.reps} launches, us), CUDA events; "
-                f"whole = whole-module ptxas image, tc = taskcache image\n")
+        f.write(f"per-kernel GPU time per launch (median of {args.reps} batches of 10 "
+                f"back-to-back launches, us), CUDA events, the four modules interleaved in one "
+                f"process; whole = whole-module ptxas image (twice), tc = taskcache image\n")
         f.write(f"median tc/whole {med:.4f}; noise whole2/whole1: median "
                 f"{doc['noise_median']:.4f}, 5th-95th percentile [{lo:.4f}, {hi:.4f}]\n")
         f.write(f"{'kernel':<44} {'whole1':>10} {'whole2':>10} {'taskcache':>10} "

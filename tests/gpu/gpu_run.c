@@ -11,9 +11,16 @@
  *           --seed S --out RESULT.txt           build with tc_build, load with tc_module_load, run
  *   gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt
  *                                               load a prebuilt image with tc_module_load_image, run
- *   ... --time REPS                             instead of recording results: every kernel once,
+ *   ... --time REPS [--compare IMAGE]...        instead of recording results: every kernel once,
  *                                               then per kernel 5 warm-up launches and REPS timed
- *                                               ones: "time KERNEL MEDIAN_US MIN_US"
+ *                                               batches of 10 back-to-back launches (GPU time
+ *                                               per launch): "time KERNEL MEDIAN_US MIN_US".
+ *                                               Each --compare image (up to 3) is loaded into
+ *                                               the same process, its globals copied from the
+ *                                               first module, and timed interleaved with it,
+ *                                               batch by batch in rotating order, so clock and
+ *                                               process drift hit all alike:
+ *                                               "time@J KERNEL MEDIAN_US MIN_US" (J = 1, 2, 3)
  *   ... --first-launch [--kernel NAME]          (--spec auto) time from after cuInit + context
  *                                               creation to the end of the first launch's
  *                                               synchronize (reading, building, loading included)
@@ -1083,6 +1090,8 @@ typedef struct options {
     uint64_t seed;
     int have_seed;
     int time_reps;
+    const char *compare[3]; /* --compare images, timed against the first module */
+    int ncompare;
     int first_launch, check_spec, build_only, allow_uncovered, device;
 } options;
 
@@ -1094,7 +1103,7 @@ _Noreturn static void usage(void)
           "          [--arch sm_90] [--jobs N] [--expect-compiled N|all] [--expect-module-hit 0|1]\n"
           "          --seed S --out RESULT.txt\n"
           "  gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt\n"
-          "  ... [--time REPS] [--first-launch [--kernel NAME]] [--dump DIR] [--allow-uncovered]\n"
+          "  ... [--time REPS [--compare IMAGE]...] [--first-launch [--kernel NAME]] [--dump DIR] [--allow-uncovered]\n"
           "  gpu_run --spec auto --ptx-jit IN.ptx --first-launch\n"
           "  gpu_run --spec FILE.spec --check-spec\n"
           "  gpu_run --spec F --ptx IN.ptx --cache DIR --build-only [--write-image OUT.cubin]\n"
@@ -1173,6 +1182,12 @@ static void parse_options(int argc, char **argv, options *o)
                 fprintf(stderr, "gpu_run: --time needs a positive count\n");
                 usage();
             }
+        } else if (!strcmp(a, "--compare")) {
+            if (o->ncompare == 3) {
+                fprintf(stderr, "gpu_run: at most 3 --compare images\n");
+                usage();
+            }
+            o->compare[o->ncompare++] = NEXT();
         } else if (!strcmp(a, "--first-launch"))
             o->first_launch = 1;
         else if (!strcmp(a, "--check-spec"))
@@ -1216,6 +1231,10 @@ static void parse_options(int argc, char **argv, options *o)
     }
     if (o->first_launch && strcmp(o->spec, "auto")) {
         fprintf(stderr, "gpu_run: --first-launch needs --spec auto\n");
+        usage();
+    }
+    if (o->ncompare && !o->time_reps) {
+        fprintf(stderr, "gpu_run: --compare needs --time\n");
         usage();
     }
     if (o->first_launch && o->time_reps) {
@@ -1634,19 +1653,38 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void time_kernels(spec *sp, module_info *mi, int reps)
+#define TIME_BATCH 10
+
+/* GPU time of one batch of TIME_BATCH back-to-back launches, per launch. */
+static double time_batch(module_info *mi, launch *l, void **argv, CUevent e0, CUevent e1)
+{
+    CU(D(cuEventRecord)(e0, NULL));
+    for (int b = 0; b < TIME_BATCH; b++)
+        do_launch(mi, l, argv);
+    CU(D(cuEventRecord)(e1, NULL));
+    CU(D(cuEventSynchronize)(e1));
+    float ms = 0;
+    CU(D(cuEventElapsedTime)(&ms, e0, e1));
+    return (double)ms * 1000.0 / TIME_BATCH;
+}
+
+/* Times every kernel of the spec in mis[0] and, interleaved, in the nm - 1
+ * compared modules. */
+static void time_kernels(spec *sp, module_info *mis, int nm, int reps)
 {
     CUevent e0, e1;
     CU(D(cuEventCreate)(&e0, CU_EVENT_DEFAULT));
     CU(D(cuEventCreate)(&e1, CU_EVENT_DEFAULT));
-    double *t = xcalloc((size_t)reps, sizeof *t);
+    double *t = xcalloc((size_t)reps * (size_t)nm, sizeof *t);
     name_list done = {0};
-    /* every kernel once before anything is timed: clocks up, code loaded */
-    for (size_t li = 0; li < sp->nlaunches; li++) {
-        void *argv[256];
-        prepare_args(sp, mi, &sp->launches[li], argv);
-        do_launch(mi, &sp->launches[li], argv);
-    }
+    /* every kernel once in every module before anything is timed: clocks
+     * up, code loaded */
+    for (int m = 0; m < nm; m++)
+        for (size_t li = 0; li < sp->nlaunches; li++) {
+            void *argv[256];
+            prepare_args(sp, &mis[m], &sp->launches[li], argv);
+            do_launch(&mis[m], &sp->launches[li], argv);
+        }
     sync_after(&sp->launches[0], 0);
     for (size_t li = 0; li < sp->nlaunches; li++) {
         launch *l = &sp->launches[li];
@@ -1654,23 +1692,28 @@ static void time_kernels(spec *sp, module_info *mi, int reps)
             continue; /* time each kernel once, with its first launch line */
         names_add(&done, l->kernel);
         void *argv[256];
-        prepare_args(sp, mi, l, argv);
-        for (int w = 0; w < 5; w++)
-            do_launch(mi, l, argv);
-        sync_after(l, li + 1);
-        for (int r = 0; r < reps; r++) {
-            CU(D(cuEventRecord)(e0, NULL));
-            do_launch(mi, l, argv);
-            CU(D(cuEventRecord)(e1, NULL));
-            CU(D(cuEventSynchronize)(e1));
-            float ms = 0;
-            CU(D(cuEventElapsedTime)(&ms, e0, e1));
-            t[r] = (double)ms * 1000.0;
+        for (int m = 0; m < nm; m++) {
+            prepare_args(sp, &mis[m], l, argv);
+            for (int w = 0; w < 5; w++)
+                do_launch(&mis[m], l, argv);
         }
         sync_after(l, li + 1);
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        double median = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
-        result_line("time %s %.3f %.3f", l->kernel, median, t[0]);
+        for (int r = 0; r < reps; r++)
+            for (int k = 0; k < nm; k++) {
+                int m = (r + k) % nm; /* rotate which module goes first */
+                prepare_args(sp, &mis[m], l, argv);
+                t[(size_t)m * (size_t)reps + (size_t)r] = time_batch(&mis[m], l, argv, e0, e1);
+            }
+        sync_after(l, li + 1);
+        for (int m = 0; m < nm; m++) {
+            double *tm = t + (size_t)m * (size_t)reps;
+            qsort(tm, (size_t)reps, sizeof *tm, cmp_double);
+            double median = reps % 2 ? tm[reps / 2] : (tm[reps / 2 - 1] + tm[reps / 2]) / 2;
+            if (m == 0)
+                result_line("time %s %.3f %.3f", l->kernel, median, tm[0]);
+            else
+                result_line("time@%d %s %.3f %.3f", m, l->kernel, median, tm[0]);
+        }
     }
     free(t);
     names_free(&done);
@@ -1822,6 +1865,41 @@ static void read_symbols(const options *o, const unsigned char *image, size_t le
                 die(1, "kernel %zu of taskcache's metadata is not in the image", i);
         }
     }
+}
+
+/* A module timed against the first one: the same kernels, every argument
+ * independent of the module, and the spec's globals holding the same bytes. */
+static void prepare_compared(spec *sp, module_info *first, module_info *other, const char *path)
+{
+    if (other->kernels.n != first->kernels.n)
+        die(1, "--compare %s: %zu kernels, the first module has %zu", path, other->kernels.n,
+            first->kernels.n);
+    for (size_t i = 0; i < first->kernels.n; i++)
+        if (!names_has(&other->kernels, first->kernels.v[i]))
+            die(1, "--compare %s has no kernel %s", path, first->kernels.v[i]);
+    for (size_t li = 0; li < sp->nlaunches; li++)
+        for (size_t a = 0; a < sp->launches[li].nargs; a++)
+            if (sp->launches[li].args[a].kind == ARG_FNPTR)
+                die(2, "--compare: spec line %d passes a function pointer of the module",
+                    sp->launches[li].line);
+    unsigned char *h = NULL;
+    for (size_t i = 0; i < sp->nglobals; i++) {
+        uint64_t d0, d1;
+        size_t n0, n1;
+        tc_error err;
+        TC(tc_module_global(first->mod, sp->globals[i].name, &d0, &n0, &err), &err);
+        tc_status st = tc_module_global(other->mod, sp->globals[i].name, &d1, &n1, &err);
+        if (st == TC_ERR_NOT_FOUND || (st == TC_OK && n0 != n1))
+            die(1, "--compare %s: global %s is missing or of another size", path,
+                sp->globals[i].name);
+        TC(st, &err);
+        h = realloc(h, n0 ? n0 : 1);
+        if (!h)
+            die(2, "out of memory");
+        CU(D(cuMemcpyDtoH)(h, (CUdeviceptr)d0, n0));
+        CU(D(cuMemcpyHtoD)((CUdeviceptr)d1, h, n0));
+    }
+    free(h);
 }
 
 int main(int argc, char **argv)
@@ -2074,7 +2152,25 @@ int main(int argc, char **argv)
     alloc_and_init(&sp, &mi, o.seed, 1);
 
     if (o.time_reps) {
-        time_kernels(&sp, &mi, o.time_reps);
+        module_info mis[4];
+        unsigned char *cmp_img[3];
+        mis[0] = mi;
+        for (int j = 0; j < o.ncompare; j++) {
+            size_t clen;
+            cmp_img[j] = read_file(o.compare[j], &clen, 0);
+            load_module(cmp_img[j], clen, NULL, &mis[j + 1]);
+            mis[j + 1].image = cmp_img[j];
+            mis[j + 1].image_len = clen;
+            read_symbols(&o, cmp_img[j], clen, NULL, &mis[j + 1]);
+            prepare_compared(&sp, &mi, &mis[j + 1], o.compare[j]);
+        }
+        time_kernels(&sp, mis, o.ncompare + 1, o.time_reps);
+        for (int j = 0; j < o.ncompare; j++) {
+            tc_module_unload(mis[j + 1].mod);
+            names_free(&mis[j + 1].kernels);
+            names_free(&mis[j + 1].globals);
+            free(cmp_img[j]);
+        }
     } else {
         for (size_t li = 0; li < sp.nlaunches; li++) {
             launch *l = &sp.launches[li];

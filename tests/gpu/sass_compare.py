@@ -348,7 +348,7 @@ def parse_cuobjdump(text, elf):
     uname = {}
     for s in fsyms:
         uname[s["index"]] = s["name"] if counts[s["name"]] == 1 else f"{s['name']}__{s['index']}"
-    funcs, labels, kernels, sec_end = {}, {}, set(), {}
+    funcs, kernels, sec_end = {}, set(), {}
     aliases = {}
     for sec, (bname, instrs) in zip(code, blocks):
         secname = f"{sec['name']}.s{sec['index']}"   # copies share names
@@ -385,7 +385,6 @@ def parse_cuobjdump(text, elf):
 def _symbolize_cuobjdump(t, addr, secname, reloc, uname, by_addr):
     """Rewrites one cuobjdump instruction into nvdisasm's symbolic syntax."""
     pred, op, args = split_instr(t)
-    sec_index = None
     # numeric code targets -> labels
     if op.startswith(BRANCH_OPS) and not op.startswith("CALL.ABS"):
         def lab(m):
@@ -1351,7 +1350,7 @@ def format_summary(summary, nk, ptx, extra_lines=()):
         x, y = key.split("vs")
         k = s["kernels"]
         lines.append(f"{x} vs {y}: " + ", ".join(f"{k[c]} {c}" for c in CLASSES)
-                     + f"  (kernel bodies: " + ", ".join(f"{s['kernel_bodies'][c]} {c}" for c in CLASSES)
+                     + "  (kernel bodies: " + ", ".join(f"{s['kernel_bodies'][c]} {c}" for c in CLASSES)
                      + "; callee copies: " + ", ".join(f"{s['callee_copies'][c]} {c}" for c in CLASSES)
                      + ")")
         rc = s["register_count"]

@@ -3,7 +3,6 @@ kernels compiled to PTX with numba-cuda's compile_ptx, keyed by their source
 and signature before Numba runs, so a warm run compiles nothing, not even in
 Numba."""
 
-import inspect
 import subprocess
 import sys
 import textwrap

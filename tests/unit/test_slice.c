@@ -59,6 +59,8 @@ static void drop(mod *x)
 }
 
 /* Text of the single-entry unit for the entry named `name`. */
+static int last_whole_program = -1;
+
 static char *unit_for(mod *x, const char *name)
 {
     for (size_t i = 0; i < tc_slicer_entry_count(x->s); i++) {
@@ -68,7 +70,7 @@ static char *unit_for(mod *x, const char *name)
             tc_text t;
             memset(&t, 0, sizeof t);
             uint32_t idx = (uint32_t)i;
-            if (tc_slicer_emit_unit(x->s, &idx, 1, &t) != 0)
+            if (tc_slicer_emit_unit(x->s, &idx, 1, &t, &last_whole_program) != 0)
                 return NULL;
             char *s = tc_sb_take(&t.text, NULL);
             tc_text_free(&t);
@@ -103,6 +105,7 @@ static void test_contents(void)
     CHECK_CONTAINS(u1, ".local .align 8 .b8 $__tcL0[8]");
     CHECK(strstr(u1, "$L__BB0_2") == NULL);
     CHECK(strstr(u1, "taken") == NULL);                   /* k1 does not use it */
+    CHECK(last_whole_program == 1); /* only variables of the module data: -ewp */
     free(u1);
 
     char *u3 = unit_for(&x, "k3");
@@ -118,6 +121,32 @@ static void test_contents(void)
     CHECK(strstr(md.text.data, "scratch") == NULL);
     CHECK(strstr(md.text.data, ".entry") == NULL);
     tc_text_free(&md);
+    drop(&x);
+}
+
+static void test_whole_program_choice(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".func (.param .b32 r) f (.param .b32 a) { ret; }\n"
+                       ".global .u64 fp = f;\n"
+                       ".visible .entry calls () { .reg .b32 %r<2>; { .param .b32 a; .param .b32 b;"
+                       " call.uni (b), f, (a); } ret; }\n"
+                       ".visible .entry reads () { .reg .b64 %rd<2>; ld.global.u64 %rd1, [fp];"
+                       " ret; }\n"
+                       ".visible .const .align 4 .b32 coef[2] = {1, 2};\n"
+                       ".visible .entry reads_const () { .reg .b32 %r<2>; ld.const.u32 %r1, [coef];"
+                       " ret; }\n"
+                       ".extern .func (.param .b32 r) vprintf (.param .b64 a, .param .b64 b);\n"
+                       ".visible .entry prints () { .reg .b32 %r<2>; { .param .b64 a; .param .b64 b;"
+                       " .param .b32 c; call.uni (c), vprintf, (a, b); } ret; }\n") == 0);
+    free(unit_for(&x, "calls"));
+    CHECK(last_whole_program == 0); /* calls a function of the module data */
+    free(unit_for(&x, "reads"));
+    CHECK(last_whole_program == 1); /* reads a .global variable only */
+    free(unit_for(&x, "reads_const"));
+    CHECK(last_whole_program == 0); /* -ewp mis-compiles extern .const reads */
+    free(unit_for(&x, "prints"));
+    CHECK(last_whole_program == 1); /* vprintf is defined nowhere in the module */
     drop(&x);
 }
 
@@ -182,7 +211,8 @@ static void test_line_map(void)
     tc_text t;
     memset(&t, 0, sizeof t);
     uint32_t idx = 0;
-    CHECK(tc_slicer_emit_unit(x.s, &idx, 1, &t) == 0);
+    int wp;
+    CHECK(tc_slicer_emit_unit(x.s, &idx, 1, &t, &wp) == 0);
     /* find the unit line holding "bra" and the input line holding it */
     uint32_t out_line = 1, in_line = 1;
     for (const char *p = t.text.data; *p && !(p[0] == 'b' && !strncmp(p, "bra", 3)); p++)
@@ -224,6 +254,7 @@ static void test_whole(void)
 int main(void)
 {
     test_contents();
+    test_whole_program_choice();
     test_position_independence();
     test_shared_function_edit();
     test_line_map();
