@@ -232,7 +232,10 @@ TC_API int tc_have_inprocess_compiler(void);
  * (ptxas -ewp) get the code a whole-module build gives each kernel (same
  * registers, same inlined calling sequences) at a higher compile cost;
  * a unit that calls or takes the address of a function shared through
- * the module data is still compiled relocatable. Part of every key. */
+ * the module data, or reads .const data, is still compiled relocatable.
+ * Such objects link only with libnvJitLink (nvlink drops them): without it
+ * the build compiles relocatable units and says so in a note. Part of
+ * every key. */
 typedef enum tc_unit_code {
     TC_UNIT_CODE_RELOCATABLE = 0,
     TC_UNIT_CODE_WHOLE_PROGRAM = 1
@@ -301,6 +304,8 @@ typedef struct tc_report {
     int in_process;          /* compiled with the in-process compiler */
     uint32_t codegen_calls;  /* tasks: times the host's codegen ran */
     int group_hit;           /* tasks: served from a group manifest */
+    int nvjitlink;           /* split builds: the linker is libnvJitLink in-process (1)
+                                or the nvlink program (0) */
 } tc_report;
 
 TC_API void tc_result_report(const tc_result *r, tc_report *out);

@@ -87,7 +87,8 @@ class _Report(ctypes.Structure):
                 ("unit_hits", ctypes.c_uint32), ("units_compiled", ctypes.c_uint32),
                 ("seconds", ctypes.c_double), ("seconds_compile", ctypes.c_double),
                 ("seconds_link", ctypes.c_double), ("in_process", ctypes.c_int),
-                ("codegen_calls", ctypes.c_uint32), ("group_hit", ctypes.c_int)]
+                ("codegen_calls", ctypes.c_uint32), ("group_hit", ctypes.c_int),
+                ("nvjitlink", ctypes.c_int)]
 
 
 class _Param(ctypes.Structure):
@@ -349,6 +350,7 @@ class Report:
     in_process: bool
     codegen_calls: int
     group_hit: bool
+    nvjitlink: bool
 
 
 @dataclass(frozen=True)
@@ -388,7 +390,7 @@ class Result:
             self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,
                                  r.unit_hits, r.units_compiled, r.seconds, r.seconds_compile,
                                  r.seconds_link, bool(r.in_process), r.codegen_calls,
-                                 bool(r.group_hit))
+                                 bool(r.group_hit), bool(r.nvjitlink))
             entries = []
             for i in range(lib.tc_result_entry_count(handle)):
                 e = _Entry()

@@ -82,10 +82,20 @@ tc_status tc_build_prepare(tc_build_ctx *b)
         tc_sb_free(&err);
         return s;
     }
-    if (tc_linker_find(have_ptxas ? b->ptxas : NULL, memo, &b->linker, &err) != 0) {
+    b->unit_code = o->unit_code;
+    int want_library = o->split && o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+    if (tc_linker_find(have_ptxas ? b->ptxas : NULL, memo, want_library, &b->linker, &err) != 0) {
         b->linker.kind = 0; /* only a split build needs one; said then */
         snprintf(b->linker.id, sizeof b->linker.id, "none");
         snprintf(b->linker_error, sizeof b->linker_error, "%s", err.data ? err.data : "");
+    }
+    if (want_library && b->linker.kind != TC_LINKER_NVJITLINK) {
+        /* nvlink drops -ewp objects without a word: an image without kernels */
+        b->unit_code = TC_UNIT_CODE_RELOCATABLE;
+        tc_sb_printf(&b->r->diag,
+                     "%s: note: whole-program units need libnvJitLink to link, and it was not "
+                     "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
+                     b->name);
     }
     tc_sb_free(&err);
     b->kc.target = o->arch;
@@ -269,6 +279,7 @@ static tc_status build_whole(tc_build_ctx *b, const char *reason)
         return TC_ERR_NOMEM;
     r->report.split = 0;
     r->report.in_process = b->in_process;
+    r->report.nvjitlink = b->linker.kind == TC_LINKER_NVJITLINK;
     r->report.entries = (uint32_t)r->nentries;
     if (b->explain) {
         r->report.module_hit = b->store && b->o->module_tier &&
@@ -385,7 +396,7 @@ static tc_status run(tc_build_ctx *b)
     if (b->o->split)
         snprintf(b->plan, sizeof b->plan, "split:%u:%s",
                  b->o->unit_cost ? b->o->unit_cost : TC_UNIT_COST_DEFAULT,
-                 b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
+                 b->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
         snprintf(b->plan, sizeof b->plan, "whole");
     if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)

@@ -48,6 +48,8 @@ typedef struct tc_build_ctx {
     char compiler_version[160];
     tc_linker linker;
     char linker_error[512];
+    tc_unit_code unit_code;    /* the options' unit code, or relocatable when whole-program
+                                  units cannot be linked here (no libnvJitLink) */
     tc_keyctx kc;
     char plan[32];
     tc_digest module_key;

@@ -86,7 +86,7 @@ static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
     int whole_program = 0;
     int rc = tc_slicer_emit_unit(b->slicer, idx, u->count, t, &whole_program);
     free(idx);
-    u->kind = whole_program && b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? TC_OUT_EWP
+    u->kind = whole_program && b->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? TC_OUT_EWP
                                                                               : TC_OUT_OBJECT;
     return rc;
 }
@@ -436,7 +436,7 @@ static tc_status slice_keys(tc_build_ctx *b)
         char hex[TC_DIGEST_HEX_LEN + 1];
         int whole_program = 0;
         int rc = tc_slicer_emit_unit(b->slicer, &idx, 1, &t, &whole_program);
-        int ewp = whole_program && b->o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+        int ewp = whole_program && b->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
         if (rc == 0)
             rc = tc_key_unit(&b->kc, tc_out_option(ewp ? TC_OUT_EWP : TC_OUT_OBJECT),
                              t.text.data, t.text.len, &d);
@@ -474,6 +474,7 @@ tc_status tc_build_split(tc_build_ctx *b)
         return st;
     r->report.split = 1;
     r->report.in_process = b->in_process;
+    r->report.nvjitlink = b->linker.kind == TC_LINKER_NVJITLINK;
     r->report.units = (uint32_t)b->nunits;
     r->report.entries = (uint32_t)tc_slicer_entry_count(b->slicer);
     for (size_t i = 0; i < b->nunits; i++)

@@ -73,7 +73,7 @@ static const char usage_build[] =
     "  --whole-program-units       compile units with ptxas -ewp: each kernel gets the\n"
     "                              code of a whole-module build (same registers and call\n"
     "                              sequences), at ~1.2x the compile time of the default\n"
-    "                              relocatable units (-c)\n"
+    "                              relocatable units (-c); links with libnvJitLink\n"
     "  -v, --verbose               print what was reused and compiled\n"
     "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
     "  --full-keys                 explain: print whole 64-digit keys\n"
@@ -512,11 +512,13 @@ static int cmd_build(int argc, char **argv, int explain)
             else
                 fprintf(stderr,
                         "%s: %s: %u kernels in %u units: %u from cache, %u compiled "
-                        "(%s, %s); compile %.3f s, link %.3f s, total %.3f s\n",
+                        "(%s, %s); compile %.3f s, link %.3f s%s, total %.3f s\n",
                         prog, name, rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
                         rep.split ? "split" : "whole module",
                         rep.in_process ? "in-process" : "ptxas", rep.seconds_compile,
-                        rep.seconds_link, rep.seconds);
+                        rep.seconds_link,
+                        !rep.split ? "" : rep.nvjitlink ? " (nvJitLink)" : " (nvlink)",
+                        rep.seconds);
         }
         goto done;
     }

@@ -27,7 +27,11 @@ typedef struct tc_linker {
  * nvJitLink library of the toolkit that holds `ptxas`, the one found when
  * taskcache was built, else nvlink ($TASKCACHE_NVLINK, next to ptxas, or on
  * $PATH). Returns 0, or -1 with a message when there is no linker. */
-int tc_linker_find(const char *ptxas, const char *memo_dir, tc_linker *out, tc_sb *err);
+/* Chooses the linker (see link.c for the order). want_library: prefer
+ * libnvJitLink wherever it is found, because the objects need it (nvlink
+ * silently drops -ewp objects). */
+int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc_linker *out,
+                   tc_sb *err);
 
 /* Links objs[0..n) for arch into *image. Returns 0, or -1 with the
  * linker's messages in *log. scratch: a private directory for nvlink's

@@ -1,8 +1,10 @@
-"""Whole-module fallback, the nvlink fallback, and large modules."""
+"""Whole-module fallback, the two linkers, and large modules."""
 
 import json
 import os
 import sys
+
+import pytest
 
 import elfsyms
 from tchelp import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, stats, tc
@@ -34,15 +36,82 @@ def test_no_split_switch(tmp_path):
     assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(str(whole))
 
 
-def test_nvlink_fallback(tmp_path):
+def nvjitlink_library():
+    """libnvJitLink.so of the toolkit whose ptxas the tests use, or None."""
+    from tchelp import PTXAS
+    root = os.path.dirname(os.path.dirname(os.path.realpath(PTXAS)))
+    for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
+        p = os.path.join(root, sub, "libnvJitLink.so")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def test_both_linkers(tmp_path):
+    """The nvlink program (the default next to ptxas) and libnvJitLink
+    (TASKCACHE_NVJITLINK=path) link the same kernels and globals, each says
+    which it used, and the linker is part of the module key."""
     src = os.path.join(corpus_dir(), "func_pointers.ptx")
+    cache = tmp_path / "cache"
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH,
+             "--cache-dir", cache, "-v"])
+    assert "(nvlink)" in p.stderr
+    lib = nvjitlink_library()
+    if lib is None:
+        pytest.skip("no libnvJitLink.so in the toolkit")
+    env = dict(os.environ, TASKCACHE_NVJITLINK=lib)
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH,
+             "--cache-dir", cache, "-v"], env=env)
+    assert "(nvJitLink)" in p.stderr and "module record hit" not in p.stderr
+    assert "0 compiled" in p.stderr  # the units are shared; only the link differs
+    a, b = str(tmp_path / "nvlink.cubin"), str(tmp_path / "jl.cubin")
+    assert elfsyms.kernels(a) == elfsyms.kernels(b)
+    assert elfsyms.globals_(a) == elfsyms.globals_(b)
+    env["TASKCACHE_NVJITLINK"] = "none"  # back to nvlink: its module record
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH,
+             "--cache-dir", cache, "-v"], env=env)
+    assert "module record hit" in p.stderr
+
+
+def test_a_linker_that_drops_kernels_fails_the_build(tmp_path):
+    """nvlink turns -ewp objects into an image without kernels and exits 0.
+    A linker that loses kernels like that fails the build, by name, and
+    leaves neither an output file nor a module record behind."""
+    from tchelp import PTXAS, find_tool
+    nvlink = find_tool("nvlink")
+    src = os.path.join(corpus_dir(), "func_pointers.ptx")
+    ewp = tmp_path / "e.o"
+    run([PTXAS, f"-arch={ARCH}", "-ewp", os.path.join(corpus_dir(), "clusters.ptx"), "-o", ewp])
+    empty = tmp_path / "empty.cubin"
+    run([nvlink, f"-arch={ARCH}", ewp, "-o", empty])
+    assert elfsyms.kernels(str(empty)) == []  # what the real nvlink does
+    fake = tmp_path / "nvlink"
+    fake.write_text("#!/bin/sh\n"
+                    f'case "$1" in --version) exec "{nvlink}" --version ;; esac\n'
+                    'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+                    f'cp "{empty}" "$out"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, TASKCACHE_NVLINK=str(fake), TASKCACHE_NVJITLINK="none")
+    cache, out = tmp_path / "cache", tmp_path / "out.cubin"
+    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--cache-dir", cache],
+            env=env, check=False)
+    assert p.returncode != 0
+    assert "the linked image lacks kernel" in p.stderr
+    assert not out.exists()
+    assert stats(cache)["module_records"] == 0
+    p = build(src, out, cache, "-v")  # the real linker: units from the cache, a good image
+    assert "0 compiled" in p.stderr
+    assert elfsyms.kernels(str(out))
+
+
+def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
+    src = os.path.join(corpus_dir(), "clusters.ptx")
     env = dict(os.environ, TASKCACHE_NVJITLINK="none")
-    out_nvlink = tmp_path / "nvlink.cubin"
-    run([TASKCACHE, "build", src, "-o", out_nvlink, "--arch", ARCH, "--no-cache"], env=env)
-    out_jl = tmp_path / "jl.cubin"
-    build(src, out_jl, None)
-    assert elfsyms.kernels(str(out_nvlink)) == elfsyms.kernels(str(out_jl))
-    assert elfsyms.globals_(str(out_nvlink)) == elfsyms.globals_(str(out_jl))
+    out = tmp_path / "a.cubin"
+    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache",
+             "--whole-program-units", "-v"], env=env)
+    assert "need libnvJitLink" in p.stderr and "(nvlink)" in p.stderr
+    assert len(elfsyms.kernels(str(out))) == 4
 
 
 def test_ten_thousand_kernels(tmp_path):

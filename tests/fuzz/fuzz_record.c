@@ -1,16 +1,24 @@
-/* libFuzzer target: the record decoder and the payload decoders. Arbitrary
- * bytes as a record, as a unit/task payload, as a module payload and as an
- * entry must be rejected or decoded cleanly; a payload wrapped in a
- * well-formed record must come back byte for byte. */
+/* libFuzzer target: the record decoder, the payload decoders and the ELF
+ * kernel reader. Arbitrary bytes as a record, as a unit/task payload, as a
+ * module payload, as an entry and as an object or image must be rejected or
+ * decoded cleanly; a payload wrapped in a well-formed record must come back
+ * byte for byte. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "build/internal.h"
 #include "build/payload.h"
+#include "link/elf.h"
 #include "store/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int kernel_seen(void *ctx, const char *name, size_t len)
+{
+    *(size_t *)ctx += len + (name[len - (len > 0)] != 0); /* touches the name's bytes */
+    return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,7 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tc_entry_info e;
     if (tc_entry_decode(data, size, &e) == 0)
         tc_entry_clear(&e);
-    /* 3. a round trip through a well-formed record */
+    /* 3. as an object or a linked image */
+    size_t total = 0;
+    (void)tc_elf_kernels(data, size, kernel_seen, &total);
+    /* 4. a round trip through a well-formed record */
     tc_sb rec = TC_SB_INIT;
     if (tc_record_encode(TC_REC_UNIT, &key, data, size, &rec) == 0) {
         char *p = NULL;

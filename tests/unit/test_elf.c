@@ -1,0 +1,129 @@
+/* Tests of the ELF kernel reader that checks every linked image: it finds
+ * exactly the defined kernel symbols, and a damaged file (truncated, offsets
+ * out of range, names without an end) is refused, never read past. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/link/elf.h"
+#include "check.h"
+
+enum { SHOFF = 64, NSEC = 3, STRTAB = SHOFF + NSEC * 64, SYMTAB = 512, SIZE = 640 };
+
+static void put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static const char names[] = "\0kern_a\0helper\0kern_b\0undef_kernel\0";
+
+static void add_sym(unsigned char *img, int i, uint32_t name, int func, int entry, int shndx)
+{
+    unsigned char *s = img + SYMTAB + 24 * i;
+    put32(s, name);
+    s[4] = (unsigned char)(0x10 | (func ? 2 : 1)); /* GLOBAL, FUNC or OBJECT */
+    s[5] = entry ? 0x10 : 0;
+    put16(s + 6, (uint16_t)shndx);
+}
+
+/* A 64-bit little-endian ELF file: section 1 the string table, section 2
+ * the symbol table with kern_a and kern_b (kernels), helper (a function
+ * that is no kernel) and undef_kernel (a kernel referenced, not defined). */
+static void make(unsigned char *img)
+{
+    memset(img, 0, SIZE);
+    memcpy(img, "\177ELF", 4);
+    img[4] = 2, img[5] = 1, img[6] = 1;
+    put64(img + 0x28, SHOFF);
+    put16(img + 0x3A, 64);
+    put16(img + 0x3C, NSEC);
+    unsigned char *str = img + SHOFF + 64, *sym = img + SHOFF + 128;
+    put32(str + 4, 3); /* SHT_STRTAB */
+    put64(str + 0x18, STRTAB);
+    put64(str + 0x20, sizeof names);
+    memcpy(img + STRTAB, names, sizeof names);
+    put32(sym + 4, 2); /* SHT_SYMTAB */
+    put64(sym + 0x18, SYMTAB);
+    put64(sym + 0x20, 5 * 24);
+    put32(sym + 0x28, 1);
+    put64(sym + 0x38, 24);
+    add_sym(img, 1, 1, 1, 1, 2);  /* kern_a */
+    add_sym(img, 2, 8, 1, 0, 2);  /* helper */
+    add_sym(img, 3, 15, 1, 1, 2); /* kern_b */
+    add_sym(img, 4, 22, 1, 1, 0); /* undef_kernel: undefined */
+}
+
+typedef struct {
+    char seen[128];
+    int count;
+} names_seen;
+
+static int collect(void *ctx, const char *name, size_t len)
+{
+    names_seen *n = ctx;
+    size_t used = strlen(n->seen);
+    snprintf(n->seen + used, sizeof n->seen - used, "%s%.*s", used ? "," : "", (int)len, name);
+    n->count++;
+    return 0;
+}
+
+static int stop(void *ctx, const char *name, size_t len)
+{
+    (void)ctx, (void)name, (void)len;
+    return 1;
+}
+
+static int walk(const unsigned char *img, size_t len, names_seen *n)
+{
+    memset(n, 0, sizeof *n);
+    return tc_elf_kernels(img, len, collect, n);
+}
+
+int main(void)
+{
+    unsigned char *img = malloc(SIZE); /* exact size: ASan sees any overread */
+    names_seen n;
+    make(img);
+    CHECK(walk(img, SIZE, &n) == 0);
+    CHECK_STR(n.seen, "kern_a,kern_b");
+    CHECK(tc_elf_kernels(img, SIZE, stop, NULL) == -1);
+
+    /* truncated anywhere before the tables end */
+    for (size_t cut = 0; cut < SIZE; cut += 7) {
+        unsigned char *t = malloc(cut ? cut : 1);
+        memcpy(t, img, cut);
+        int rc = walk(t, cut, &n);
+        CHECK(rc == -1 || cut >= SYMTAB + 5 * 24);
+        free(t);
+    }
+    make(img);
+    put64(img + 0x28, (uint64_t)-32); /* section headers past the end (wraps) */
+    CHECK(walk(img, SIZE, &n) == -1);
+    make(img);
+    put64(img + SHOFF + 128 + 0x20, 1u << 20); /* symbol table larger than the file */
+    CHECK(walk(img, SIZE, &n) == -1);
+    make(img);
+    put32(img + SHOFF + 128 + 0x28, 9); /* string table section out of range */
+    CHECK(walk(img, SIZE, &n) == -1);
+    make(img);
+    put32(img + SYMTAB + 24, 4000); /* a name past the string table */
+    CHECK(walk(img, SIZE, &n) == -1);
+    make(img);
+    put64(img + SHOFF + 64 + 0x20, 4); /* the table ends inside "kern_a" */
+    CHECK(walk(img, SIZE, &n) == -1);
+    make(img);
+    img[4] = 1; /* 32-bit */
+    CHECK(walk(img, SIZE, &n) == -1);
+    free(img);
+    return check_report("test_elf");
+}
