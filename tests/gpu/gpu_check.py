@@ -566,6 +566,14 @@ def percentile(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def timing_failed(args, doc, error):
+    doc["ok"] = False
+    doc["error"] = error
+    log(f"(c) ERROR: {error}")
+    write_json(args.json, doc)
+    return 0
+
+
 def cmd_timing(args):
     d = os.path.join(args.work, "timing")
     os.makedirs(d, exist_ok=True)
@@ -581,11 +589,8 @@ def cmd_timing(args):
     b = read_result(os.path.join(d, "build.result"))
     detail(f"--- (c) taskcache build: exit {r['rc']}\n{r['stderr']}")
     if r["rc"] != 0:
-        doc["ok"] = False
-        doc["error"] = f"taskcache build of the benchmark failed: {last_lines(r['stderr'])}"
-        log(f"(c) ERROR: {doc['error']}")
-        write_json(args.json, doc)
-        return 0
+        return timing_failed(args, doc, "taskcache build of the benchmark failed: "
+                             + last_lines(r["stderr"]))
     doc["build"] = b["build"]
     log(f"(c) taskcache build of {args.ptx}: {b['build'].get('units')} units, "
         f"{b['build'].get('seconds')} s (in_process={b['build'].get('in_process')})")
@@ -601,11 +606,8 @@ def cmd_timing(args):
     detail(f"--- (c) taskcache build, whole-program units: exit {r['rc']}\n{r['stderr']}")
     tc_img, ewp_img = os.path.join(d, "taskcache.cubin"), os.path.join(d, "ewp.cubin")
     if r["rc"] != 0:
-        doc["ok"] = False
-        doc["error"] = f"whole-program-units build failed: {last_lines(r['stderr'])}"
-        log(f"(c) ERROR: {doc['error']}")
-        write_json(args.json, doc)
-        return 0
+        return timing_failed(args, doc, "whole-program-units build failed: "
+                             + last_lines(r["stderr"]))
     # One process, four modules, timed batch by batch in rotating order: the
     # whole-module image, taskcache's, taskcache's with whole-program units,
     # and the whole-module image loaded a second time (the noise control).
@@ -626,11 +628,7 @@ def cmd_timing(args):
     detail(f"--- (c) interleaved: exit {r['rc']} in {r['seconds']:.1f} s: {' '.join(r['cmd'])}\n"
            f"{r['stderr']}")
     if r["rc"] != 0 or res["status"] != "ok":
-        doc["ok"] = False
-        doc["error"] = f"timing run failed: {last_lines(r['stderr'], 3)}"
-        log(f"(c) ERROR: {doc['error']}")
-        write_json(args.json, doc)
-        return 0
+        return timing_failed(args, doc, f"timing run failed: {last_lines(r['stderr'], 3)}")
     times = {"whole1": res["times"]}
     for j, name in enumerate(series[1:], 1):
         times[name] = res.get("times_cmp", {}).get(j, {})

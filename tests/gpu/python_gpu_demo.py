@@ -52,6 +52,21 @@ def poly_ref(v):
     return ((np.float32(0.5) * v + np.float32(1.0)) * v - np.float32(2.0)) * v + np.float32(3.0)
 
 
+def build_and_inputs(cache, tasks, codegen, version, n):
+    """Builds the tasks (codegen serialized) and makes random inputs x, y
+    on the host and the GPU and a NaN-poisoned output buffer."""
+    import cupy as cp
+    t0 = time.perf_counter()
+    result = cache.build_tasks(tasks, codegen, tc.Options(arch="sm_90"), version=version,
+                               serialize=True)
+    t_build = time.perf_counter() - t0
+    rng = np.random.default_rng()
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = cp.full(n, np.nan, dtype=np.float32)
+    return result, t_build, x, y, cp.asarray(x), cp.asarray(y), out
+
+
 def run_cupy(cache, n):
     import cupy as cp
     from cupy.cuda import nvrtc
@@ -69,15 +84,7 @@ def run_cupy(cache, n):
         return ptx.rstrip(b"\0"), json.dumps({"kernel": task.name, "block": 256}).encode()
 
     tasks = [tc.Task(k, CUPY_KERNELS[k].encode()) for k in names]
-    t0 = time.perf_counter()
-    result = cache.build_tasks(tasks, codegen, tc.Options(arch="sm_90"), version="cupy demo 1",
-                               serialize=True)
-    t_build = time.perf_counter() - t0
-    rng = np.random.default_rng()
-    x = rng.standard_normal(n).astype(np.float32)
-    y = rng.standard_normal(n).astype(np.float32)
-    dx, dy = cp.asarray(x), cp.asarray(y)
-    out = cp.full(n, np.nan, dtype=np.float32)  # poisoned
+    result, t_build, x, y, dx, dy, out = build_and_inputs(cache, tasks, codegen, "cupy demo 1", n)
     ptr = lambda a: ctypes.c_uint64(a.data.ptr)  # noqa: E731
     grid, block, ok = (n + 255) // 256, 256, {}
     with result.load() as m:
@@ -137,15 +144,7 @@ def run_numba(cache, n):
         return ptx, json.dumps({"kernel": fn.__name__, "block": 256}).encode()
 
     tasks = [tc.Task(fn.__name__, (inspect.getsource(fn) + repr(sig)).encode()) for fn, sig in ks]
-    t0 = time.perf_counter()
-    result = cache.build_tasks(tasks, codegen, tc.Options(arch="sm_90"), version="numba demo 1",
-                               serialize=True)
-    t_build = time.perf_counter() - t0
-    rng = np.random.default_rng()
-    x = rng.standard_normal(n).astype(np.float32)
-    y = rng.standard_normal(n).astype(np.float32)
-    dx, dy = cp.asarray(x), cp.asarray(y)
-    out = cp.full(n, np.nan, dtype=np.float32)
+    result, t_build, x, y, dx, dy, out = build_and_inputs(cache, tasks, codegen, "numba demo 1", n)
     grid, block, ok = (n + 255) // 256, 256, {}
     with result.load() as m:
         by = {t_.name: t_.entries[0].name for t_ in result.tasks}
