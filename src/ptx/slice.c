@@ -802,8 +802,10 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
             *whole_program = 0;
     for (size_t i = 0; i < c.vars.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
-        /* A unit compiled with -ewp that reads an extern .const variable gave
-         * wrong results on the H200 (tests/gpu/specs/constant_mem), so only
+        /* ptxas -ewp emits no relocation for a read of an extern .const
+         * variable (it does for .global ones: readelf -r), so the bank
+         * offset it assumed is never fixed up at link; on the H200 such
+         * units computed wrong results (tests/gpu/specs/constant_mem). Only
          * .global variables keep a unit whole-program. */
         if (st->space != TC_SPACE_GLOBAL)
             *whole_program = 0;
