@@ -296,6 +296,15 @@ static int nvjitlink_beside(const char *ptxas, tc_linker *out)
     return -1;
 }
 
+/* The toolkit's libnvJitLink, else the one found when taskcache was built. */
+static int find_library(const char *ptxas, tc_linker *out)
+{
+    static const char built_with[] = TC_NVJITLINK_LIB;
+    if (ptxas && nvjitlink_beside(ptxas, out) == 0)
+        return 0;
+    return built_with[0] ? library_identity(built_with, out) : -1;
+}
+
 /* Order: an explicit $TASKCACHE_NVJITLINK library or $TASKCACHE_NVLINK
  * program; the nvlink of ptxas's toolkit; that toolkit's libnvJitLink (or the
  * one found at build time); nvlink on $PATH. With want_library, the toolkit's
@@ -311,10 +320,7 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
     int allow_jl = !(env && (!strcmp(env, "none") || !strcmp(env, "0") || !strcmp(env, "off")));
     if (allow_jl && env && *env && library_identity(env, out) == 0)
         return 0;
-    static const char built_with[] = TC_NVJITLINK_LIB;
-    if (want_library && allow_jl &&
-        ((ptxas && nvjitlink_beside(ptxas, out) == 0) ||
-         (built_with[0] && library_identity(built_with, out) == 0)))
+    if (want_library && allow_jl && find_library(ptxas, out) == 0)
         return 0;
     char nvlink[TC_PATH_MAX];
     int found = -1;
@@ -322,9 +328,8 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
         found = tc_tool_find(NULL, "TASKCACHE_NVLINK", "nvlink", nvlink, sizeof nvlink);
     if (found != 0 && ptxas)
         found = nvlink_beside(ptxas, nvlink, sizeof nvlink);
-    if (found != 0 && allow_jl &&
-        ((ptxas && nvjitlink_beside(ptxas, out) == 0) ||
-         (built_with[0] && library_identity(built_with, out) == 0)))
+    if (found != 0 && allow_jl && !want_library /* looked for above */ &&
+        find_library(ptxas, out) == 0)
         return 0;
     if (found != 0)
         found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink);
