@@ -256,7 +256,7 @@ def bench_module(mod: dict, args, ptxas: str, taskcache: str | None, work: str) 
         cmd = [taskcache, "build", inp, "-o", out, "--arch", args.arch, "--cache-dir", cache]
         if args.jobs:
             cmd += ["-j", str(args.jobs)]
-        return cmd
+        return cmd + args.taskcache_arg
 
     out_t = os.path.join(out_dir, "taskcache.cubin")
 
@@ -457,6 +457,9 @@ def main(argv=None) -> int:
     ap.add_argument("--taskcache", metavar="PATH",
                     help="taskcache binary (default: build/taskcache in the repo, else taskcache on PATH)")
     ap.add_argument("--arch", default="sm_90", help="target architecture (default sm_90)")
+    ap.add_argument("--taskcache-arg", metavar="ARG", action="append", default=[],
+                    help="one more taskcache build option, e.g. --taskcache-arg=--whole-program-units "
+                         "(repeatable)")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per command (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed warmup runs per command (default 1)")
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,

@@ -12,13 +12,17 @@
 #       global after every launch and the device printf output must be
 #       identical (tests/gpu/specs/*.spec say what runs)
 #   (b) SASS comparison (tests/gpu/sass_compare.py) of the 250-kernel
-#       benchmark module and the corpus modules
+#       benchmark module (default and whole-program units) and the corpus
+#       modules
 #   (c) per-kernel GPU time of the benchmark module: whole-module ptxas image
 #       (loaded twice, for the noise band) vs the taskcache images (relocatable
-#       and whole-program units), all four timed interleaved in one process
+#       and whole-program units) and the linkable whole-module builds
+#       (ptxas -c + nvlink; the module as one -ewp unit), all timed
+#       interleaved in one process
 #   (d) time to first launch: taskcache warm, cubin load, driver PTX JIT
 #       cold and warm
-#   (e) build times: bench/run.py --runs 3 --jobs 16, once per compile backend
+#   (e) build times: bench/run.py --runs 5 --jobs 16, once per compile backend
+#       and once with whole-program units
 #   (f) tests/gpu/python_gpu_demo.py, when it exists (informational)
 # STEPs for --skip: identity, sass, timing, first, python, bench.
 #
@@ -37,6 +41,8 @@
 # --prebuilt DIR: do not configure or build; use DIR/taskcache and
 # DIR/tests/gpu/gpu_run as they are (for a machine without cmake or the
 # development headers; ctest is skipped).
+# GPU_CHECK_TIMING_EXTRA="LABEL=OPTIONS;...": step (c) also times taskcache images built
+# with those build options (experiments), e.g. "pic=-Xptxas --position-independent-code=true".
 # Time budget: $GPU_CHECK_BUDGET seconds (default 420) from the start; steps
 # stop starting new work when it runs out, and say so.
 set -u -o pipefail
@@ -288,12 +294,18 @@ else
 fi
 
 # ---- (c) per-kernel time --------------------------------------------------------------------
+# GPU_CHECK_TIMING_EXTRA="LABEL=OPTIONS;..." also times taskcache images
+# built with other build options (experiments), e.g. "pic=-Xptxas -pic=true"
+TIMING_EXTRA=()
+IFS=';' read -r -a _extra <<< "${GPU_CHECK_TIMING_EXTRA:-}"
+for e in ${_extra[@]+"${_extra[@]}"}; do [ -n "$e" ] && TIMING_EXTRA+=(--extra "$e"); done
 if skipped timing; then say "(c) SKIPPED on request"
 elif [ "$bench_ok" = 0 ]; then row "(c) kernel time" "SKIPPED" "no benchmark module" 1; NOT_RUN+=(timing)
 else
     timeout -k 10 200 $PY timing "${COMMON[@]}" --json "$WORK/timing.json" --deadline "$(step_deadline 180)" \
         --ptx "$BENCH" --whole "$WHOLE" --cache "$WORK/bench/cache" --gpu-run "$GPU_RUN" --reps 50 \
-        --report "$WORK/timing.txt" --sass-json "$WORK/sass.json" ||
+        --report "$WORK/timing.txt" --sass-json "$WORK/sass.json" --taskcache "$TASKCACHE" --ptxas "$PTXAS" \
+        ${TIMING_EXTRA[@]+"${TIMING_EXTRA[@]}"} ||
         say "(c) the timing step exited with status $?"
 fi
 
@@ -365,8 +377,8 @@ else
             say "(e) the build-time step exited with status $?"
     else
         timeout -k 10 400 $PY bench-build "${COMMON[@]}" --json "$WORK/bench-build.json" \
-            --deadline "$(step_deadline 380)" --taskcache "$TASKCACHE" --runs 3 --jobs 16 \
-            --backends "${BACKENDS[@]}" \
+            --deadline "$(step_deadline 380)" --taskcache "$TASKCACHE" --runs 5 --jobs 16 \
+            --backends "${BACKENDS[@]}" "${BACKENDS[0]}-ewp" \
             --report "$WORK/bench-build.txt" || say "(e) the build-time step exited with status $?"
     fi
 fi

@@ -426,6 +426,8 @@ static tc_status run(tc_build_ctx *b)
         return TC_ERR_NOMEM;
     if (rc == 1)
         return build_whole(b, why);
+    if (tc_slicer_set_whole_program(b->slicer, b->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
+        return TC_ERR_NOMEM;
     if (!b->explain && !b->linker.kind)
         return tc_build_fail(b, TC_ERR_TOOLCHAIN, "%s", b->linker_error);
     return tc_build_split(b);

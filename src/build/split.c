@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../compile/ptxas.h"
+#include "../link/elf.h"
 #include "../ptx/units.h"
 #include "../store/record.h"
 #include "../util/fs.h"
@@ -76,8 +77,11 @@ done:
 static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
 {
     u->kind = TC_OUT_OBJECT;
-    if (u->is_md)
+    if (u->is_md) {
+        if (tc_slicer_module_data_whole_program(b->slicer))
+            u->kind = TC_OUT_EWP;
         return tc_slicer_emit_module_data(b->slicer, t);
+    }
     uint32_t *idx = malloc(u->count * sizeof *idx);
     if (!idx)
         return -1;
@@ -450,6 +454,56 @@ static tc_status slice_keys(tc_build_ctx *b)
     return TC_OK;
 }
 
+typedef struct {
+    const char *name;
+    size_t len;
+    int found;
+    uint64_t value;
+} const_sym;
+
+static int find_const(void *ctx, const tc_elf_sym *y)
+{
+    const_sym *c = ctx;
+    if (y->shndx && y->len == c->len && !memcmp(y->name, c->name, c->len) &&
+        y->section_len == 13 && !memcmp(y->section, ".nv.constant3", 13)) {
+        c->found = 1;
+        c->value = y->value;
+    }
+    return 0;
+}
+
+/* Whole-program units read .const data at the offsets the slicer laid out
+ * (their code has no relocation for it): the image must have every .const
+ * variable exactly there, or the build fails and stores nothing. */
+static tc_status check_const_layout(tc_build_ctx *b)
+{
+    const char *name;
+    size_t len;
+    uint64_t want;
+    for (size_t i = 0; tc_slicer_const_var(b->slicer, i, &name, &len, &want) == 0; i++) {
+        const_sym c = {name, len, 0, 0};
+        if (tc_elf_symbols((const unsigned char *)b->r->image, b->r->image_len, find_const, &c) !=
+                0 ||
+            !c.found || c.value != want) {
+            free(b->r->image);
+            b->r->image = NULL;
+            b->r->image_len = 0;
+            if (!c.found)
+                return tc_build_fail(b, TC_ERR_LINK,
+                                     "whole-program units: the linked image has no __constant__ "
+                                     "variable '%.*s'; build without --whole-program-units",
+                                     (int)len, name);
+            return tc_build_fail(b, TC_ERR_LINK,
+                                 "whole-program units: the linked image has __constant__ variable "
+                                 "'%.*s' at offset %llu, the units read it at %llu; build without "
+                                 "--whole-program-units",
+                                 (int)len, name, (unsigned long long)c.value,
+                                 (unsigned long long)want);
+        }
+    }
+    return TC_OK;
+}
+
 static tc_status link_units(tc_build_ctx *b)
 {
     tc_blob *objs = malloc((b->nunits ? b->nunits : 1) * sizeof *objs);
@@ -461,7 +515,7 @@ static tc_status link_units(tc_build_ctx *b)
     }
     tc_status st = tc_build_link(b, objs, b->nunits);
     free(objs);
-    return st;
+    return st == TC_OK ? check_const_layout(b) : st;
 }
 
 tc_status tc_build_split(tc_build_ctx *b)

@@ -1,6 +1,6 @@
-/* elf: the kernels a CUDA ELF file (relocatable object, -ewp object or
- * linked cubin) defines, read from its symbol table with every offset
- * checked against the buffer. */
+/* elf: the symbols of a CUDA ELF file (relocatable object, -ewp object or
+ * linked cubin), read from its symbol table with every offset checked
+ * against the buffer. */
 #include "elf.h"
 
 #include <string.h>
@@ -27,12 +27,35 @@ static const unsigned char *section(const unsigned char *img, size_t len, uint64
     return img + off;
 }
 
-int tc_elf_kernels(const unsigned char *img, size_t len, tc_elf_kernel_fn fn, void *ctx)
+/* Name of section i from the section-name table, "" when it has none
+ * readable. */
+static const char *section_name(const unsigned char *img, size_t len, uint64_t shoff,
+                                uint16_t shentsize, uint16_t shnum, uint16_t shstrndx,
+                                uint32_t i, size_t *name_len)
+{
+    *name_len = 0;
+    const unsigned char *sh = i < shnum ? section(img, len, shoff, shentsize, i) : NULL;
+    const unsigned char *strh =
+        shstrndx < shnum ? section(img, len, shoff, shentsize, shstrndx) : NULL;
+    if (!sh || !strh)
+        return "";
+    uint64_t stroff = rd64(strh + 0x18), strsize = rd64(strh + 0x20), name = rd32(sh);
+    if (stroff > len || strsize > len - stroff || name >= strsize)
+        return "";
+    const char *nm = (const char *)img + stroff + name;
+    const char *end = memchr(nm, '\0', strsize - name);
+    if (!end)
+        return "";
+    *name_len = (size_t)(end - nm);
+    return nm;
+}
+
+int tc_elf_symbols(const unsigned char *img, size_t len, tc_elf_sym_fn fn, void *ctx)
 {
     if (len < 64 || memcmp(img, "\177ELF", 4) != 0 || img[4] != 2 || img[5] != 1)
         return -1;
     uint64_t shoff = rd64(img + 0x28);
-    uint16_t shentsize = rd16(img + 0x3A), shnum = rd16(img + 0x3C);
+    uint16_t shentsize = rd16(img + 0x3A), shnum = rd16(img + 0x3C), shstrndx = rd16(img + 0x3E);
     if (shentsize < 64)
         return -1;
     for (uint32_t i = 0; i < shnum; i++) {
@@ -52,17 +75,43 @@ int tc_elf_kernels(const unsigned char *img, size_t len, tc_elf_kernel_fn fn, vo
         for (uint64_t s = 0; s + ent <= size; s += ent) {
             const unsigned char *sym = img + off + s;
             uint32_t name = rd32(sym);
-            if ((sym[4] & 0xf) != STT_FUNC || !(sym[5] & STO_CUDA_ENTRY) || rd16(sym + 6) == 0)
-                continue; /* not a defined kernel */
             if (name >= strsize)
                 return -1;
             const char *nm = strtab + name;
             const char *end = memchr(nm, '\0', strsize - name);
             if (!end)
                 return -1;
-            if (fn(ctx, nm, (size_t)(end - nm)) != 0)
+            tc_elf_sym y = {.name = nm,
+                            .len = (size_t)(end - nm),
+                            .type = sym[4] & 0xf,
+                            .other = sym[5],
+                            .shndx = rd16(sym + 6),
+                            .value = rd64(sym + 8),
+                            .size = rd64(sym + 16)};
+            y.section = section_name(img, len, shoff, shentsize, shnum, shstrndx, y.shndx,
+                                     &y.section_len);
+            if (fn(ctx, &y) != 0)
                 return -1;
         }
     }
     return 0;
+}
+
+typedef struct {
+    tc_elf_kernel_fn fn;
+    void *ctx;
+} kernel_walk;
+
+static int kernel_of(void *ctx, const tc_elf_sym *y)
+{
+    const kernel_walk *w = ctx;
+    if (y->type != STT_FUNC || !(y->other & STO_CUDA_ENTRY) || y->shndx == 0)
+        return 0; /* not a defined kernel */
+    return w->fn(w->ctx, y->name, y->len);
+}
+
+int tc_elf_kernels(const unsigned char *img, size_t len, tc_elf_kernel_fn fn, void *ctx)
+{
+    kernel_walk w = {fn, ctx};
+    return tc_elf_symbols(img, len, kernel_of, &w);
 }

@@ -120,6 +120,14 @@ struct tc_slicer {
     /* Canonical names of anonymous variables (see name_anonymous), or
      * NULL when the module has none. */
     char (*anon)[40];
+    /* Whole-program units (tc_slicer_set_whole_program): the module's
+     * .const variables in input order with the bank-3 offsets ptxas -ewp
+     * gives them, when units may read them (const_layout). */
+    int whole_program;
+    int const_layout;
+    u32vec consts;
+    uint32_t *const_offset; /* per entry of consts */
+    uint32_t *const_pos;    /* per symbol: 1 + its index in consts, or 0 */
 };
 
 typedef struct closure {
@@ -496,6 +504,9 @@ void tc_slicer_free(tc_slicer *s)
     free(s->anon);
     vfree(&s->md_funcs);
     vfree(&s->header_stmts);
+    vfree(&s->consts);
+    free(s->const_offset);
+    free(s->const_pos);
     free(s);
 }
 
@@ -509,6 +520,157 @@ const tc_ptx_stmt *tc_slicer_entry(const tc_slicer *s, size_t i)
 uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i) { return s->cost[i]; }
 
 int tc_slicer_has_module_data(const tc_slicer *s) { return s->has_md; }
+
+static size_t var_decl_cut(const tc_ptx_stmt *st);
+
+/* ---- whole-program units and .const data ------------------------------ *
+ *
+ * ptxas -ewp gives no relocation to a read of an extern .const variable: it
+ * lays the unit's extern .const declarations out in bank 3 in declaration
+ * order, each at the next offset aligned for it, starting at 0, and writes
+ * the resulting offsets into the code. ptxas -ewp lays a module-data object
+ * that defines those variables out the same way (ptxas -c does not: its
+ * order differs). So when the module data is compiled -ewp and every unit
+ * that reads .const declares the module's .const variables in the module's
+ * order (up to the last one it reads), the offsets agree; the build checks
+ * the linked image against const_offset (tc_slicer_const_var). */
+
+/* Element sizes of PTX fundamental types that variables use. */
+static uint32_t type_size(const tc_tok *t)
+{
+    static const struct {
+        const char *name;
+        uint32_t size;
+    } types[] = {{".b8", 1},     {".u8", 1},      {".s8", 1},     {".b16", 2},  {".u16", 2},
+                 {".s16", 2},    {".f16", 2},     {".bf16", 2},   {".b32", 4},  {".u32", 4},
+                 {".s32", 4},    {".f32", 4},     {".f16x2", 4},  {".bf16x2", 4},
+                 {".b64", 8},    {".u64", 8},     {".s64", 8},    {".f64", 8},  {".b128", 16}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (tc_tok_is(t, types[i].name))
+            return types[i].size;
+    return 0;
+}
+
+static uint64_t tok_number(const tc_tok *t)
+{
+    char buf[32];
+    if (t->kind != TK_NUM || t->len >= sizeof buf)
+        return 0;
+    memcpy(buf, t->p, t->len);
+    buf[t->len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 0);
+    return *end ? 0 : (uint64_t)v;
+}
+
+/* Size and alignment of a variable from its declaration
+ * ([linkage] .const [.align N] [.vN] .type name[d]...): 0 when they cannot
+ * be told (an array of unstated size, a list of names, an unknown type). */
+static int var_layout(const tc_ptx_module *m, const tc_ptx_stmt *st, uint64_t *size,
+                      uint64_t *align)
+{
+    tc_lexer lx;
+    tc_lex_init(&lx, m->src + st->start, var_decl_cut(st) - st->start, st->line);
+    uint64_t elem = 0, vec = 1, al = 0, n = 1;
+    int named = 0;
+    for (;;) {
+        tc_tok t = tc_lex_next(&lx);
+        if (t.kind == TK_EOF)
+            break;
+        if (t.kind == TK_ERROR)
+            return 0;
+        if (!named && t.kind == TK_IDENT && t.p[0] == '.') {
+            if (tc_tok_is(&t, ".align")) {
+                tc_tok v = tc_lex_next(&lx);
+                if (!(al = tok_number(&v)))
+                    return 0;
+            } else if (tc_tok_is(&t, ".v2") || tc_tok_is(&t, ".v4") || tc_tok_is(&t, ".v8")) {
+                vec = (uint64_t)(t.p[2] - '0');
+            } else if (type_size(&t)) {
+                elem = type_size(&t);
+            }
+            continue; /* linkage and state space */
+        }
+        if (!named && t.kind == TK_IDENT) {
+            named = 1;
+            continue;
+        }
+        if (!named || !tc_tok_punct(&t, '['))
+            return 0;
+        tc_tok d = tc_lex_next(&lx), close = tc_lex_next(&lx);
+        uint64_t k = tok_number(&d);
+        if (!k || !tc_tok_punct(&close, ']') || n > UINT32_MAX / k)
+            return 0;
+        n *= k;
+    }
+    if (!named || !elem)
+        return 0;
+    *align = al ? al : elem * vec;
+    *size = elem * vec * n;
+    return (*align & (*align - 1)) == 0;
+}
+
+int tc_slicer_set_whole_program(tc_slicer *s, int on)
+{
+    const tc_ptx_module *m = s->m;
+    s->whole_program = on;
+    s->const_layout = 0;
+    s->consts.n = 0;
+    if (!on || s->md_funcs.n)
+        return 0; /* ptxas -ewp compiles no function a unit could call */
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (m->syms[i].kind == TC_SYM_ALIAS)
+            return 0;
+    if (!s->const_pos && !(s->const_pos = calloc(m->nsyms ? m->nsyms : 1, sizeof *s->const_pos)))
+        return -1;
+    memset(s->const_pos, 0, (m->nsyms ? m->nsyms : 1) * sizeof *s->const_pos);
+    uint64_t off = 0;
+    for (size_t i = 0; i < m->nstmts; i++) {
+        const tc_ptx_stmt *st = &m->stmts[i];
+        if (st->kind != TC_STMT_VAR || is_local_space(st->space))
+            continue;
+        if (st->ref_count)
+            return 0; /* addresses in initializers: left to -c */
+        if (st->space != TC_SPACE_CONST)
+            continue;
+        uint64_t size, align;
+        const tc_ptx_sym *y = st->sym >= 0 ? &m->syms[st->sym] : NULL;
+        if (!y || y->def != (int32_t)i || y->decl != (int32_t)i ||
+            st->linkage == TC_LINK_EXTERN || !var_layout(m, st, &size, &align))
+            return 0; /* defined elsewhere, declared twice, or of unknown size */
+        off = (off + align - 1) & ~(align - 1);
+        if (off > UINT32_MAX || vpush(&s->consts, (uint32_t)st->sym))
+            return off > UINT32_MAX ? 0 : -1;
+        uint32_t *p = realloc(s->const_offset, s->consts.n * sizeof *p);
+        if (!p)
+            return -1;
+        s->const_offset = p;
+        p[s->consts.n - 1] = (uint32_t)off;
+        s->const_pos[st->sym] = (uint32_t)s->consts.n;
+        off += size;
+    }
+    s->const_layout = s->consts.n > 0;
+    return 0;
+}
+
+int tc_slicer_module_data_whole_program(const tc_slicer *s) { return s->const_layout; }
+
+int tc_slicer_const_var(const tc_slicer *s, size_t i, const char **name, size_t *len,
+                        uint64_t *offset)
+{
+    if (!s->const_layout || i >= s->consts.n)
+        return -1;
+    uint32_t sym = s->consts.v[i];
+    if (s->anon && s->anon[sym][0]) {
+        *name = s->anon[sym];
+        *len = strlen(s->anon[sym]);
+    } else {
+        *name = s->m->syms[sym].name;
+        *len = s->m->syms[sym].len;
+    }
+    *offset = s->const_offset[i];
+    return 0;
+}
 
 /* ---- emission ----------------------------------------------------------- */
 
@@ -800,15 +962,32 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     for (size_t i = 0; i < c.efuncs.n; i++)
         if (m->syms[c.efuncs.v[i]].def >= 0) /* defined in the module data */
             *whole_program = 0;
+    /* ptxas -ewp emits no relocation for a read of an extern .const
+     * variable (it does for .global ones: readelf -r), so the bank offset
+     * it assumes must be the one the linked image has: with const_layout
+     * the unit declares the module's .const variables in the module's order
+     * (see above); otherwise a unit reading .const stays relocatable (on the
+     * H200 such units computed wrong results: tests/gpu/specs/constant_mem).
+     * Other spaces (.tex, ...) keep a unit relocatable. */
+    size_t const_prefix = 0;
     for (size_t i = 0; i < c.vars.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
-        /* ptxas -ewp emits no relocation for a read of an extern .const
-         * variable (it does for .global ones: readelf -r), so the bank
-         * offset it assumed is never fixed up at link; on the H200 such
-         * units computed wrong results (tests/gpu/specs/constant_mem). Only
-         * .global variables keep a unit whole-program. */
-        if (st->space != TC_SPACE_GLOBAL)
+        if (st->space == TC_SPACE_CONST && s->whole_program && s->const_layout) {
+            size_t pos = s->const_pos[c.vars.v[i]];
+            const_prefix = pos > const_prefix ? pos : const_prefix;
+        } else if (st->space != TC_SPACE_GLOBAL) {
             *whole_program = 0;
+        }
+    }
+    for (size_t i = 0; i < const_prefix; i++) {
+        const tc_ptx_stmt *st = sym_stmt(m, s->consts.v[i]);
+        if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))
+            goto done;
+    }
+    for (size_t i = 0; i < c.vars.n; i++) {
+        const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
+        if (const_prefix && st->space == TC_SPACE_CONST)
+            continue; /* declared above */
         if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))
             goto done;
     }

@@ -56,11 +56,26 @@ uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
 /* Emits a unit holding entries idx[0..n) (indices in name order, sorted
  * ascending). *whole_program is set when the unit may be compiled with
  * whole-program code generation (ptxas -ewp): when it calls or takes the
- * address of no function of the module data (ptxas allows neither there;
- * references to variables are fine). 0 ok, -1 out of memory. */
+ * address of no function of the module data (ptxas allows neither there)
+ * and reads only .global variables, or .const ones under
+ * tc_slicer_set_whole_program's conditions. 0 ok, -1 out of memory. */
 int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,
                         int *whole_program);
 
+/* Whole-program units (ptxas -ewp) asked for: from now on units that read
+ * .const variables declare them so that -ewp code reads them where the
+ * linked image has them, when the module allows (no module-data functions
+ * or aliases, every .const variable defined here with a size the
+ * declaration states, no addresses in initializers); the module data must
+ * then be compiled -ewp too. 0 ok, -1 out of memory. */
+int tc_slicer_set_whole_program(tc_slicer *s, int on);
+/* Whether the module data is to be compiled -ewp (see above). */
+int tc_slicer_module_data_whole_program(const tc_slicer *s);
+/* The i-th .const variable as emitted (name, not NUL-terminated at len) and
+ * the bank-3 offset whole-program units assume for it; -1 past the last,
+ * or when the module data is not compiled -ewp. */
+int tc_slicer_const_var(const tc_slicer *s, size_t i, const char **name, size_t *len,
+                        uint64_t *offset);
 /* Whether a module-data object is needed, and its text. */
 int tc_slicer_has_module_data(const tc_slicer *s);
 int tc_slicer_emit_module_data(tc_slicer *s, tc_text *out);

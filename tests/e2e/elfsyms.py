@@ -49,3 +49,33 @@ def globals_(path_or_bytes):
     """Names of the variables defined in the image (any binding)."""
     return sorted({n for n, t, _b, _o, shndx in symbols(path_or_bytes)
                    if t == STT_OBJECT and shndx != 0 and not n.startswith(".")})
+
+
+def variables_in(path_or_bytes, section):
+    """{name: offset} of the variables defined in the named section (e.g.
+    ".nv.constant3", the __constant__ bank)."""
+    data = path_or_bytes
+    if isinstance(path_or_bytes, str):
+        with open(path_or_bytes, "rb") as f:
+            data = f.read()
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
+             for i in range(e_shnum)]
+    names_off = heads[e_shstrndx][4]
+
+    def name_at(off):
+        return data[off:data.index(b"\0", off)].decode("utf-8", "replace")
+    wanted = {i for i, h in enumerate(heads) if name_at(names_off + h[0]) == section}
+    out = {}
+    for h in heads:
+        if h[1] != 2 or not h[9]:  # SHT_SYMTAB
+            continue
+        str_off = heads[h[6]][4]
+        for k in range(h[5] // h[9]):
+            st_name, _info, _other, st_shndx, value, _size = struct.unpack_from(
+                "<IBBHQQ", data, h[4] + k * h[9])
+            name = name_at(str_off + st_name)
+            if st_shndx in wanted and name and not name.startswith("."):
+                out[name] = value
+    return out

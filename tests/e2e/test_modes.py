@@ -104,6 +104,85 @@ def test_a_linker_that_drops_kernels_fails_the_build(tmp_path):
     assert elfsyms.kernels(str(out))
 
 
+def logging_ptxas(tmp_path):
+    """A ptxas that records its arguments and the PTX it compiled."""
+    from tchelp import PTXAS
+    log = tmp_path / "ptxas-calls"
+    log.mkdir()
+    w = tmp_path / "ptxas"
+    w.write_text("#!/bin/sh\n"
+                 f'n=$(mktemp "{log}/call.XXXXXX")\n'
+                 'for a in "$@"; do case "$a" in *.ptx) cp "$a" "$n.ptx" ;; esac; done\n'
+                 'echo "$@" > "$n"\n'
+                 f'exec "{PTXAS}" "$@"\n')
+    w.chmod(0o755)
+
+    def calls():
+        out = []
+        for f in sorted(log.glob("call.??????")):
+            ptx = f.with_name(f.name + ".ptx")
+            if ptx.exists():
+                out.append((f.read_text(), ptx.read_text()))
+        return out
+    return w, calls
+
+
+def test_whole_program_units_read_constants_where_the_image_has_them(tmp_path):
+    """ptxas -ewp writes the bank offset of a read of an extern __constant__
+    variable into the code, with no relocation. With --whole-program-units a
+    unit reading __constant__ data is still compiled -ewp: it declares the
+    module's .const variables in the module's order and the module data is
+    compiled -ewp as well, so the linked image holds each variable at the
+    offset a whole-module ptxas build gives it."""
+    from tchelp import PTXAS
+    if nvjitlink_library() is None:
+        pytest.skip("no libnvJitLink.so in the toolkit")
+    src = os.path.join(corpus_dir(), "constant_mem.ptx")
+    wrapper, calls = logging_ptxas(tmp_path)
+    out, whole = tmp_path / "ewp.cubin", tmp_path / "whole.cubin"
+    run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+         "ptxas", "--ptxas", wrapper, "--whole-program-units"])
+    seen = calls()
+    assert len(seen) == 2  # the module data and one unit of five kernels
+    assert all("--extensible-whole-program" in args for args, _ in seen)
+    order = ["c_coeffs", "c_poly", "c_affine", "c_lut", "s_cbias"]  # the module's order
+    unit = next(text for _, text in seen if ".entry" in text)
+    assert [ln.split()[-1].split("[")[0].rstrip(";") for ln in unit.splitlines()
+            if ln.startswith(".extern .const")] == order
+    run([PTXAS, f"-arch={ARCH}", src, "-o", whole])
+    want = elfsyms.variables_in(str(whole), ".nv.constant3")
+    assert sorted(want) == sorted(order)
+    assert elfsyms.variables_in(str(out), ".nv.constant3") == want
+
+
+def test_whole_program_units_keep_constant_readers_relocatable_when_sizes_are_unstated(
+        tmp_path):
+    """An array of unstated size leaves the offsets of the variables after it
+    unknown to the unit, so a unit reading __constant__ data stays -c."""
+    if nvjitlink_library() is None:
+        pytest.skip("no libnvJitLink.so in the toolkit")
+    ptx = tmp_path / "m.ptx"
+    ptx.write_text(".version 8.0\n.target sm_90\n.address_size 64\n"
+                   ".const .align 4 .b8 table[] = {1, 2, 3, 4, 5};\n"
+                   ".const .align 4 .u32 after = 7;\n"
+                   ".visible .entry reads(.param .u64 p)\n{\n .reg .b32 %r<2>;\n"
+                   " .reg .b64 %rd<3>;\n ld.param.u64 %rd1, [p];\n"
+                   " cvta.to.global.u64 %rd2, %rd1;\n ld.const.u32 %r1, [after];\n"
+                   " st.global.u32 [%rd2], %r1;\n ret;\n}\n"
+                   ".visible .entry writes(.param .u64 p)\n{\n .reg .b32 %r<2>;\n"
+                   " .reg .b64 %rd<3>;\n ld.param.u64 %rd1, [p];\n"
+                   " cvta.to.global.u64 %rd2, %rd1;\n mov.u32 %r1, 5;\n"
+                   " st.global.u32 [%rd2], %r1;\n ret;\n}\n")
+    wrapper, calls = logging_ptxas(tmp_path)
+    out = tmp_path / "a.cubin"
+    run([TASKCACHE, "build", ptx, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+         "ptxas", "--ptxas", wrapper, "--whole-program-units", "--unit-cost", "1"])
+    modes = {("reads" if ".entry reads" in text else "writes" if ".entry writes" in text
+              else "data"): "--extensible-whole-program" in args for args, text in calls()}
+    assert modes == {"reads": False, "writes": True, "data": False}
+    assert elfsyms.kernels(str(out)) == ["reads", "writes"]
+
+
 def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
     src = os.path.join(corpus_dir(), "clusters.ptx")
     env = dict(os.environ, TASKCACHE_NVJITLINK="none")

@@ -25,6 +25,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import statistics
 import struct
@@ -488,17 +489,22 @@ def cmd_sass(args):
         doc["skipped"] = "tests/gpu/sass_compare.py does not exist"
         write_json(args.json, doc)
         return 0
-    mods = [("bench250", args.bench)] + [(os.path.basename(p)[:-4], p) for p in args.ptx]
+    # the benchmark twice: default (relocatable) units and whole-program units
+    mods = [("bench250", args.bench, []),
+            ("bench250-ewp", args.bench, ["--whole-program-units"])]
+    mods += [(os.path.basename(p)[:-4], p, []) for p in args.ptx]
     d = os.path.join(args.work, "sass")
     os.makedirs(d, exist_ok=True)
     log(f"(b) SASS comparison: {len(mods)} modules with {tool}")
 
-    def one(label, ptx):
+    def one(label, ptx, extra):
         if time_left(args) < 30:
             return {"module": label, "result": "SKIPPED", "why": "time budget exhausted"}
         js, rep = os.path.join(d, label + ".json"), os.path.join(d, label + ".txt")
         cmd = [sys.executable, tool, "--ptx", ptx, "--taskcache", args.taskcache, "--arch",
                args.arch, "--json", js, "--report", rep]
+        if extra:
+            cmd += ["--extra-taskcache-args", *extra]
         r = run(cmd, timeout=max(30, min(240, time_left(args) - 10)))
         row = {"module": label, "rc": r["rc"], "seconds": round(r["seconds"], 1),
                "stdout": r["stdout"], "stderr": r["stderr"][-4000:]}
@@ -521,7 +527,7 @@ def cmd_sass(args):
         return row
 
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:
-        futs = [ex.submit(one, l, p) for l, p in mods]
+        futs = [ex.submit(one, l, p, x) for l, p, x in mods]
         for f in futs:
             row = f.result()
             doc["rows"].append(row)
@@ -608,10 +614,36 @@ def cmd_timing(args):
     if r["rc"] != 0:
         return timing_failed(args, doc, "whole-program-units build failed: "
                              + last_lines(r["stderr"]))
-    # One process, four modules, timed batch by batch in rotating order: the
+    # The whole-module builds that link like taskcache's images do, for a
+    # like-for-like comparison: the module through ptxas -c + nvlink in one
+    # piece, and the module as one whole-program unit (ptxas -ewp).
+    refs = []
+    wc_obj, wc_img = os.path.join(d, "whole-c.o"), os.path.join(d, "whole-c.cubin")
+    nvlink = os.path.join(os.path.dirname(args.ptxas), "nvlink")
+    r = run([args.ptxas, f"-arch={args.arch}", "-c", args.ptx, "-o", wc_obj], timeout=300)
+    if r["rc"] == 0:
+        r = run([nvlink, f"-arch={args.arch}", wc_obj, "-o", wc_img], timeout=120)
+    detail(f"--- (c) whole-module ptxas -c + nvlink: exit {r['rc']}\n{r['stderr']}")
+    if r["rc"] != 0:
+        return timing_failed(args, doc, "whole-module ptxas -c + nvlink failed: "
+                             + last_lines(r["stderr"]))
+    refs.append(("whole-c", wc_img))
+    builds = [("whole-ewp", "--whole-program-units --unit-cost 1000000000")]
+    builds += [tuple(spec.partition("=")[::2]) for spec in args.extra]
+    extra = []  # (label, image) of --extra options, for experiments
+    for label, opts in builds:
+        img = os.path.join(d, f"{label}.cubin")
+        r = run([args.taskcache, "build", args.ptx, "-o", img, "--arch", args.arch,
+                 "--no-cache", *shlex.split(opts)], env=env, timeout=300)
+        detail(f"--- (c) taskcache build {label} ({opts}): exit {r['rc']}\n{r['stderr']}")
+        if r["rc"] != 0:
+            return timing_failed(args, doc, f"build {label} failed: " + last_lines(r["stderr"]))
+        (refs if label == "whole-ewp" else extra).append((label, img))
+    # One process, all modules, timed batch by batch in rotating order: the
     # whole-module image, taskcache's, taskcache's with whole-program units,
-    # and the whole-module image loaded a second time (the noise control).
-    series = ["whole1", "taskcache", "taskcache-ewp", "whole2"]
+    # the two linkable whole-module builds, the experiments, and the
+    # whole-module image loaded a second time (the noise control).
+    series = ["whole1", "taskcache", "taskcache-ewp", *[l for l, _ in refs + extra], "whole2"]
     if time_left(args) < 60:
         doc["incomplete"] = True
         doc["error"] = "time budget exhausted before the timing run"
@@ -620,7 +652,8 @@ def cmd_timing(args):
         return 0
     out = os.path.join(d, "interleaved.result")
     r = run([args.gpu_run, "--spec", "auto", "--image", args.whole, "--compare", tc_img,
-             "--compare", ewp_img, "--compare", args.whole, "--arch", args.arch, "--seed",
+             "--compare", ewp_img, *[x for _, i in refs + extra for x in ("--compare", i)],
+             "--compare", args.whole, "--arch", args.arch, "--seed",
              str(seed), "--time", str(args.reps), "--out", out],
             os.path.join(d, "interleaved.stdout"), os.path.join(d, "interleaved.stderr"),
             env=env, timeout=400)
@@ -632,28 +665,37 @@ def cmd_timing(args):
     times = {"whole1": res["times"]}
     for j, name in enumerate(series[1:], 1):
         times[name] = res.get("times_cmp", {}).get(j, {})
-    log(f"(c) {len(res['times'])} kernels x 4 modules timed interleaved in {r['seconds']:.1f} s")
+    log(f"(c) {len(res['times'])} kernels x {len(series)} modules timed interleaved in "
+        f"{r['seconds']:.1f} s")
     ks = sorted(set(times["whole1"]) & set(times["whole2"]) & set(times["taskcache"]))
     if len(ks) != len(times["whole1"]) or len(ks) != len(times["taskcache"]):
         doc["ok"] = False
         doc["error"] = (f"kernel sets differ: whole {len(times['whole1'])}, taskcache "
                         f"{len(times['taskcache'])}")
-    classes = {}
+    classes, classes_ewp = {}, {}
     if args.sass_json and os.path.exists(args.sass_json):
         try:
             with open(args.sass_json) as f:
                 for row in json.load(f).get("rows", []):
                     if row.get("module") == "bench250":
                         classes = row.get("kernel_classes", {})
+                    if row.get("module") == "bench250-ewp":
+                        classes_ewp = row.get("kernel_classes", {})
         except (OSError, ValueError):
             pass
     per = []
     for k in ks:
         w1, w2, tc = times["whole1"][k][0], times["whole2"][k][0], times["taskcache"][k][0]
+        ew = times.get("taskcache-ewp", {}).get(k, [None])[0]
+        wc = times.get("whole-c", {}).get(k, [None])[0]
+        we = times.get("whole-ewp", {}).get(k, [None])[0]
         per.append({"kernel": k, "whole1_us": w1, "whole2_us": w2, "taskcache_us": tc,
+                    "whole_c_us": wc, "whole_ewp_us": we,
                     "ratio": tc / w1 if w1 > 0 else None, "noise": w2 / w1 if w1 > 0 else None,
+                    "ewp_us": ew, "ewp_ratio": ew / w1 if ew and w1 > 0 else None,
                     "min_whole1_us": times["whole1"][k][1], "min_taskcache_us":
-                        times["taskcache"][k][1], "sass": classes.get(k)})
+                        times["taskcache"][k][1], "sass": classes.get(k),
+                    "sass_ewp": classes_ewp.get(k)})
     ratios = [p["ratio"] for p in per if p["ratio"]]
     noise = [p["noise"] for p in per if p["noise"]]
     if not ratios or not noise:
@@ -664,22 +706,39 @@ def cmd_timing(args):
         return 0
     med = statistics.median(ratios) if ratios else None
     lo, hi = percentile(noise, 0.05), percentile(noise, 0.95)
-    if "taskcache-ewp" in times:
-        ew = [(k, times["taskcache-ewp"][k][0] / times["whole1"][k][0]) for k in ks
-              if k in times["taskcache-ewp"] and times["whole1"][k][0] > 0]
-        ew_ratios = [x for _, x in ew]
-        ew_above = sorted(((k, x) for k, x in ew if hi and x > hi), key=lambda t: -t[1])
-        doc["ewp"] = {"median_ratio": statistics.median(ew_ratios) if ew_ratios else None,
-                      "above_band": len(ew_above),
-                      "worst": [{"kernel": k, "ratio": x} for k, x in ew_above[:8]]}
-        log(f"(c) whole-program units: median taskcache/whole = "
-            f"{doc['ewp']['median_ratio']:.4f}; {len(ew_above)} kernels above the band")
+    def compare(num, den):
+        """num's time over den's per kernel: median, kernels above the band."""
+        xs = {k: times[num][k][0] / times[den][k][0] for k in ks
+              if k in times[num] and k in times[den] and times[den][k][0] > 0}
+        up = sorted(((k, x) for k, x in xs.items() if x > hi), key=lambda t: -t[1])
+        return {"median_ratio": statistics.median(xs.values()) if xs else None,
+                "above_band": len(up), "worst": [{"kernel": k, "ratio": x} for k, x in up[:8]]}
+
+    # each taskcache image against the plain whole-module build and against
+    # the whole-module build that is compiled the same way (linkable)
+    pairs = [("taskcache", "whole-c"), ("taskcache-ewp", "whole1"),
+             ("taskcache-ewp", "whole-ewp"), ("whole-c", "whole1"), ("whole-ewp", "whole1")]
+    pairs += [(label, "whole1") for label, _ in extra]
+    doc["vs"] = {}
+    for num, den in pairs:
+        if num in times and den in times:
+            c = doc["vs"][f"{num}/{den}"] = compare(num, den)
+            log(f"(c) {num}/{den}: median {c['median_ratio']:.4f}; {c['above_band']} kernels "
+                f"above the band" + ("; worst " + ", ".join(
+                    f"{w['kernel']} {w['ratio']:.3f}x" for w in c["worst"][:4])
+                    if c["worst"] else ""))
+    doc["ewp"] = doc["vs"].get("taskcache-ewp/whole1")
+    for label, _ in extra:
+        doc.setdefault("extra", {})[label] = dict(
+            doc["vs"][f"{label}/whole1"],
+            options=dict(e.partition("=")[::2] for e in args.extra)[label])
     above = sorted((p for p in per if p["ratio"] and hi and p["ratio"] > hi),
                    key=lambda p: -p["ratio"])
     noise_above = sum(1 for x in noise if hi and x > hi)
     doc.update(kernels=len(per), median_ratio=med, noise_median=statistics.median(noise)
                if noise else None, noise_p5=lo, noise_p95=hi, above_band=len(above),
-               noise_above_band=noise_above, worst=above[:8], per_kernel=per,
+               noise_above_band=noise_above, noise_max=max(noise), worst=above[:8],
+               per_kernel=per,
                total_whole_us=sum(p["whole1_us"] for p in per),
                total_taskcache_us=sum(p["taskcache_us"] for p in per))
     if med is None:
@@ -693,16 +752,33 @@ def cmd_timing(args):
     doc["verdict"] = verdict
     with open(args.report, "w") as f:
         f.write(f"per-kernel GPU time per launch (median of {args.reps} batches of 10 "
-                f"back-to-back launches, us), CUDA events, the four modules interleaved in one "
-                f"process; whole = whole-module ptxas image (twice), tc = taskcache image\n")
+                f"back-to-back launches, us), CUDA events, {len(series)} modules interleaved in "
+                f"one process\n"
+                f"whole = whole-module ptxas image (timed twice: w2/w1 is the noise), tc = "
+                f"taskcache, ewp = taskcache --whole-program-units, whole-c = whole-module "
+                f"ptxas -c + nvlink, whole-ewp = the whole module as one -ewp unit\n")
         f.write(f"median tc/whole {med:.4f}; noise whole2/whole1: median "
                 f"{doc['noise_median']:.4f}, 5th-95th percentile [{lo:.4f}, {hi:.4f}]\n")
-        f.write(f"{'kernel':<44} {'whole1':>10} {'whole2':>10} {'taskcache':>10} "
-                f"{'tc/whole':>9} {'w2/w1':>7}  sass(A vs B)\n")
+        for name, c in doc["vs"].items():
+            f.write(f"median {name} {c['median_ratio']:.4f}, {c['above_band']} kernels above "
+                    f"the band\n")
+        f.write("sass: A vs B class of each taskcache image (default / whole-program units)\n")
+
+        def us(x):
+            return f"{x:9.2f}" if x else f"{'-':>9}"
+
+        def rt(a, b):
+            return f"{a / b:8.4f}" if a and b else f"{'-':>8}"
+        f.write(f"{'kernel':<40} {'whole1':>9} {'whole2':>9} {'tc':>9} {'ewp':>9} "
+                f"{'whole-c':>9} {'whole-ewp':>9} {'tc/whole':>8} {'tc/wh-c':>8} "
+                f"{'ewp/wh':>8} {'ewp/wh-e':>8} {'w2/w1':>7}  sass\n")
         for p in sorted(per, key=lambda p: -(p["ratio"] or 0)):
-            f.write(f"{p['kernel']:<44} {p['whole1_us']:10.2f} {p['whole2_us']:10.2f} "
-                    f"{p['taskcache_us']:10.2f} {p['ratio']:9.4f} {p['noise']:7.4f}  "
-                    f"{p['sass'] or '-'}\n")
+            f.write(f"{p['kernel']:<40} {us(p['whole1_us'])} {us(p['whole2_us'])} "
+                    f"{us(p['taskcache_us'])} {us(p['ewp_us'])} {us(p['whole_c_us'])} "
+                    f"{us(p['whole_ewp_us'])} {rt(p['taskcache_us'], p['whole1_us'])} "
+                    f"{rt(p['taskcache_us'], p['whole_c_us'])} "
+                    f"{rt(p['ewp_us'], p['whole1_us'])} {rt(p['ewp_us'], p['whole_ewp_us'])} "
+                    f"{p['noise']:7.4f}  {p['sass'] or '-'} / {p['sass_ewp'] or '-'}\n")
     log(f"(c) {len(per)} kernels: median taskcache/whole = {med:.4f} (target <= 1.00: {verdict}); "
         f"noise band whole2/whole1 [{lo:.4f}, {hi:.4f}] (median {doc['noise_median']:.4f}); "
         f"{len(above)} kernels above the band (the noise run itself: {noise_above})")
@@ -798,14 +874,16 @@ def cmd_bench_build(args):
                 log(f"(e) bench/run.py with TASKCACHE_COMPILER={backend}: SKIPPED (time budget)")
                 continue
             js = os.path.join(args.work, f"bench-{backend}.json")
+            # "X-ewp": compiler X with --whole-program-units
+            compiler, ewp = backend.removesuffix("-ewp"), backend.endswith("-ewp")
             cmd = [sys.executable, os.path.join(ROOT, "bench", "run.py"), "--runs", str(args.runs),
                    "--jobs", str(args.jobs), "--taskcache", args.taskcache, "--json", js,
-                   *args.bench_args]
+                   *(["--taskcache-arg=--whole-program-units"] if ewp else []), *args.bench_args]
             log(f"(e) bench/run.py --runs {args.runs} --jobs {args.jobs} with "
-                f"TASKCACHE_COMPILER={backend} ...")
-            r = run(cmd, env={"TASKCACHE_COMPILER": backend},
+                f"TASKCACHE_COMPILER={compiler}{' --whole-program-units' if ewp else ''} ...")
+            r = run(cmd, env={"TASKCACHE_COMPILER": compiler},
                     timeout=max(60, min(400, time_left(args) - 20)))
-            rep.write(f"===== TASKCACHE_COMPILER={backend}: {' '.join(cmd)} (exit {r['rc']}, "
+            rep.write(f"===== {backend}: {' '.join(cmd)} (exit {r['rc']}, "
                       f"{r['seconds']:.0f} s)\n{r['stdout']}\n{r['stderr']}\n")
             rep.flush()
             detail(f"--- (e) {backend}: exit {r['rc']}\n{r['stdout']}\n{r['stderr']}")
@@ -915,8 +993,8 @@ def cmd_summary(args):
         tot = {"identical": 0, "regs": 0, "different": 0}
         diff_mods, failed = [], []
         for r in sass["rows"]:
-            if r["module"] == "bench250":
-                rows.append(("(b) SASS bench250", r.get("result", "?"),
+            if r["module"].startswith("bench250"):
+                rows.append((f"(b) SASS {r['module']}", r.get("result", "?"),
                              sass_counts(r) or r.get("why", "") or
                              (r.get("summary_text") or "").splitlines()[:2]))
                 continue
@@ -953,16 +1031,28 @@ def cmd_summary(args):
                      f"band [{tim['noise_p5']:.4f}, {tim['noise_p95']:.4f}]; "
                      f"{tim['above_band']} kernels above it (noise run: {tim['noise_above_band']})"
                      + (f"; worst: {worst}" if worst else "")))
-        ew = tim.get("ewp") or {}
-        if ew.get("median_ratio") is not None:
-            med_e = ew["median_ratio"]
-            verdict_e = ("MET" if med_e <= 1.0 else "WITHIN NOISE"
-                         if med_e <= tim["noise_p95"] else "NOT MET")
-            worst_e = ", ".join(f"{p['kernel']} {p['ratio']:.3f}x" for p in ew["worst"][:3])
-            rows.append(("(c) kernel time, whole-program units", verdict_e,
-                         f"median taskcache/whole {med_e:.4f} (target <= 1.00); "
-                         f"{ew['above_band']} kernels above the noise band"
-                         + (f"; worst: {worst_e}" if worst_e else "")))
+        vs = tim.get("vs") or {}
+        names = {"taskcache/whole-c": "(c) taskcache / whole-module -c+nvlink",
+                 "taskcache-ewp/whole1": "(c) whole-program units / whole",
+                 "taskcache-ewp/whole-ewp": "(c) whole-program units / whole -ewp",
+                 "whole-c/whole1": "(c) whole-module -c+nvlink / whole",
+                 "whole-ewp/whole1": "(c) whole module as one -ewp unit / whole"}
+        for key, title in names.items():
+            c = vs.get(key)
+            if not c or c.get("median_ratio") is None:
+                continue
+            m = c["median_ratio"]
+            verdict_c = ("MET" if m <= 1.0 and c["above_band"] <= tim["noise_above_band"]
+                         else "MEDIAN MET" if m <= 1.0 else "WITHIN NOISE"
+                         if m <= tim["noise_p95"] else "NOT MET")
+            if key.startswith("whole"):
+                verdict_c = "info"  # peers against each other, no target
+            worst_c = ", ".join(f"{p['kernel']} {p['ratio']:.3f}x" for p in c["worst"][:3])
+            rows.append((title, verdict_c,
+                         f"median {m:.4f}; {c['above_band']} kernels above the noise band "
+                         f"(noise run: {tim['noise_above_band']}, its worst "
+                         f"{tim.get('noise_max', 0):.3f}x)"
+                         + (f"; worst: {worst_c}" if worst_c else "")))
     fl = load(os.path.join(w, "first.json"))
     if fl is None:
         if "first" not in quiet:
@@ -1086,6 +1176,12 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=50)
     p.add_argument("--report", required=True)
     p.add_argument("--sass-json")
+    p.add_argument("--taskcache", required=True, help="the CLI")
+    p.add_argument("--ptxas", required=True, help="for the whole-module -c build (nvlink "
+                   "beside it)")
+    p.add_argument("--extra", action="append", default=[], metavar="LABEL=OPTIONS",
+                   help="also time a taskcache image built with these build options "
+                        "(experiments; repeatable)")
     p = sub.add_parser("first-launch")
     common(p)
     p.add_argument("--ptx", required=True)

@@ -15,7 +15,7 @@
  *                                               then per kernel 5 warm-up launches and REPS timed
  *                                               batches of 10 back-to-back launches (GPU time
  *                                               per launch): "time KERNEL MEDIAN_US MIN_US".
- *                                               Each --compare image (up to 3) is loaded into
+ *                                               Each --compare image (up to 8) is loaded into
  *                                               the same process, its globals copied from the
  *                                               first module, and timed interleaved with it,
  *                                               batch by batch in rotating order, so clock and
@@ -162,6 +162,8 @@ static char *xstrdup(const char *s)
  * and says so (exit 2) instead of failing in the dynamic loader. Each entry
  * point is looked up under the name cuda.h maps it to (cuMemAlloc ->
  * cuMemAlloc_v2), with the prototype cuda.h declares for it. */
+
+#define MAX_COMPARE 8 /* --compare images in one timing run */
 
 #define TC_STR_(x) #x
 #define TC_XSTR(x) TC_STR_(x)
@@ -1090,7 +1092,7 @@ typedef struct options {
     uint64_t seed;
     int have_seed;
     int time_reps;
-    const char *compare[3]; /* --compare images, timed against the first module */
+    const char *compare[MAX_COMPARE]; /* --compare images, timed against the first module */
     int ncompare;
     int first_launch, check_spec, build_only, allow_uncovered, device;
 } options;
@@ -1183,8 +1185,8 @@ static void parse_options(int argc, char **argv, options *o)
                 usage();
             }
         } else if (!strcmp(a, "--compare")) {
-            if (o->ncompare == 3) {
-                fprintf(stderr, "gpu_run: at most 3 --compare images\n");
+            if (o->ncompare == MAX_COMPARE) {
+                fprintf(stderr, "gpu_run: at most %d --compare images\n", MAX_COMPARE);
                 usage();
             }
             o->compare[o->ncompare++] = NEXT();
@@ -2152,8 +2154,8 @@ int main(int argc, char **argv)
     alloc_and_init(&sp, &mi, o.seed, 1);
 
     if (o.time_reps) {
-        module_info mis[4];
-        unsigned char *cmp_img[3];
+        module_info mis[MAX_COMPARE + 1];
+        unsigned char *cmp_img[MAX_COMPARE];
         mis[0] = mi;
         for (int j = 0; j < o.ncompare; j++) {
             size_t clen;

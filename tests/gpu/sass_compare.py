@@ -66,7 +66,7 @@ CLASSES = ("identical", "regs", "different")
 SEVERITY = {c: i for i, c in enumerate(CLASSES)}
 COMPARISONS = (("A", "B"), ("A", "C"), ("C", "B"))
 IMAGE_DESC = {
-    "A": "taskcache (per-kernel slices, ptxas -c, nvJitLink)",
+    "A": "taskcache (per-kernel slices, linked)",
     "B": "whole-module ptxas (whole program)",
     "C": "whole-module ptxas -c + nvlink (relocatable)",
 }

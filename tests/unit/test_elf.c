@@ -1,6 +1,8 @@
-/* Tests of the ELF kernel reader that checks every linked image: it finds
- * exactly the defined kernel symbols, and a damaged file (truncated, offsets
- * out of range, names without an end) is refused, never read past. */
+/* Tests of the ELF reader that checks every linked image: it finds exactly
+ * the defined kernel symbols, gives each symbol its value and the name of
+ * its section (what the check of whole-program units' __constant__ layout
+ * reads), and a damaged file (truncated, offsets out of range, names without
+ * an end) is refused, never read past. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +27,8 @@ static void put64(unsigned char *p, uint64_t v)
     put32(p + 4, (uint32_t)(v >> 32));
 }
 
-static const char names[] = "\0kern_a\0helper\0kern_b\0undef_kernel\0";
+static const char names[] = "\0kern_a\0helper\0kern_b\0undef_kernel\0.nv.constant3\0";
+enum { SECNAME = 35 }; /* ".nv.constant3" in names */
 
 static void add_sym(unsigned char *img, int i, uint32_t name, int func, int entry, int shndx)
 {
@@ -34,6 +37,7 @@ static void add_sym(unsigned char *img, int i, uint32_t name, int func, int entr
     s[4] = (unsigned char)(0x10 | (func ? 2 : 1)); /* GLOBAL, FUNC or OBJECT */
     s[5] = entry ? 0x10 : 0;
     put16(s + 6, (uint16_t)shndx);
+    put64(s + 8, 0x100u * (uint64_t)i); /* st_value */
 }
 
 /* A 64-bit little-endian ELF file: section 1 the string table, section 2
@@ -47,12 +51,14 @@ static void make(unsigned char *img)
     put64(img + 0x28, SHOFF);
     put16(img + 0x3A, 64);
     put16(img + 0x3C, NSEC);
+    put16(img + 0x3E, 1); /* section names in section 1 too */
     unsigned char *str = img + SHOFF + 64, *sym = img + SHOFF + 128;
     put32(str + 4, 3); /* SHT_STRTAB */
     put64(str + 0x18, STRTAB);
     put64(str + 0x20, sizeof names);
     memcpy(img + STRTAB, names, sizeof names);
-    put32(sym + 4, 2); /* SHT_SYMTAB */
+    put32(sym, SECNAME); /* section 2 is named ".nv.constant3" */
+    put32(sym + 4, 2);   /* SHT_SYMTAB */
     put64(sym + 0x18, SYMTAB);
     put64(sym + 0x20, 5 * 24);
     put32(sym + 0x28, 1);
@@ -64,7 +70,7 @@ static void make(unsigned char *img)
 }
 
 typedef struct {
-    char seen[128];
+    char seen[256];
     int count;
 } names_seen;
 
@@ -83,6 +89,18 @@ static int stop(void *ctx, const char *name, size_t len)
     return 1;
 }
 
+/* Every symbol as name@section=value */
+static int collect_sym(void *ctx, const tc_elf_sym *y)
+{
+    names_seen *n = ctx;
+    size_t used = strlen(n->seen);
+    snprintf(n->seen + used, sizeof n->seen - used, "%s%.*s@%.*s=%llu", used ? "," : "",
+             (int)y->len, y->name, (int)y->section_len, y->section,
+             (unsigned long long)y->value);
+    n->count++;
+    return 0;
+}
+
 static int walk(const unsigned char *img, size_t len, names_seen *n)
 {
     memset(n, 0, sizeof *n);
@@ -97,6 +115,18 @@ int main(void)
     CHECK(walk(img, SIZE, &n) == 0);
     CHECK_STR(n.seen, "kern_a,kern_b");
     CHECK(tc_elf_kernels(img, SIZE, stop, NULL) == -1);
+
+    /* every symbol with its value and section; the undefined one has none */
+    memset(&n, 0, sizeof n);
+    CHECK(tc_elf_symbols(img, SIZE, collect_sym, &n) == 0);
+    CHECK_STR(n.seen, "@=0,kern_a@.nv.constant3=256,helper@.nv.constant3=512,"
+                      "kern_b@.nv.constant3=768,undef_kernel@=1024");
+    /* a section-name table out of range: names are "", the walk goes on */
+    put16(img + 0x3E, 7);
+    memset(&n, 0, sizeof n);
+    CHECK(tc_elf_symbols(img, SIZE, collect_sym, &n) == 0);
+    CHECK(n.count == 5 && !strstr(n.seen, ".nv.constant3"));
+    make(img);
 
     /* truncated anywhere before the tables end */
     for (size_t cut = 0; cut < SIZE; cut += 7) {
