@@ -407,6 +407,8 @@ static tc_status run(tc_build_ctx *b)
     }
     if (!b->explain && b->store && b->o->module_tier)
         b->delta.v[TC_C_MODULE_MISSES]++;
+    if (!b->explain && b->o->split)
+        tc_linker_prewarm(&b->linker); /* a link is likely: its first use, meanwhile */
     tc_ptx_error perr;
     if (tc_ptx_parse(b->src, b->len, &b->m, &perr) != 0) {
         if (!perr.line)
@@ -452,6 +454,7 @@ int tc_build_begin(tc_build_ctx *b, tc_cache *cache, const tc_options *opts, con
 tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
 {
     tc_result *r = b->r;
+    tc_linker_prewarm_wait(); /* no thread inside the linker library after a build */
     if (st != TC_OK) {
         free(r->image);
         r->image = NULL;

@@ -89,9 +89,65 @@ static int load_nvjitlink(const char *path, tc_sb *log)
     return 0;
 }
 
+/* The first nvJitLinkCreate of a process costs about 0.2 s on the GPU
+ * machine (almost all system time; later ones 0.2 ms), so a build that will
+ * link starts it on a thread while its units compile. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int state; /* 0 not started, 1 running, 2 finished */
+    char path[TC_PATH_MAX];
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ""};
+
+static void *prewarm_thread(void *arg)
+{
+    (void)arg;
+    tc_sb log = TC_SB_INIT;
+    if (load_nvjitlink(warm.path, &log) == 0) {
+        nvjl_handle h = NULL;
+        const char *opts[] = {"-arch=sm_90"};
+        if (jl.create(&h, 1, opts) == NVJL_SUCCESS)
+            jl.destroy(&h);
+    }
+    tc_sb_free(&log); /* a failure shows again, with its message, at link */
+    pthread_mutex_lock(&warm.lock);
+    warm.state = 2;
+    pthread_cond_broadcast(&warm.done);
+    pthread_mutex_unlock(&warm.lock);
+    return NULL;
+}
+
+void tc_linker_prewarm(const tc_linker *l)
+{
+    if (l->kind != TC_LINKER_NVJITLINK)
+        return;
+    pthread_mutex_lock(&warm.lock);
+    if (warm.state == 0) {
+        snprintf(warm.path, sizeof warm.path, "%s", l->path);
+        pthread_t t;
+        pthread_attr_t attr;
+        warm.state = 1;
+        if (pthread_attr_init(&attr) != 0 ||
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
+            pthread_create(&t, &attr, prewarm_thread, NULL) != 0)
+            warm.state = 0; /* no thread: the link pays, as without this */
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_unlock(&warm.lock);
+}
+
+void tc_linker_prewarm_wait(void)
+{
+    pthread_mutex_lock(&warm.lock);
+    while (warm.state == 1)
+        pthread_cond_wait(&warm.done, &warm.lock);
+    pthread_mutex_unlock(&warm.lock);
+}
+
 static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
                           tc_sb *image, tc_sb *log)
 {
+    tc_linker_prewarm_wait(); /* one first use at a time */
     if (load_nvjitlink(l->path, log) != 0)
         return -1;
     char archopt[64];

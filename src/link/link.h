@@ -1,7 +1,7 @@
-/* link: links relocatable unit objects into one executable cubin, in
- * process with nvJitLink (loaded with dlopen on first use, so processes
- * that only hit the cache never pay for loading it), or with the nvlink
- * program when the library is not available. */
+/* link: links unit objects into one executable cubin with the nvlink
+ * program (the default, next to ptxas) or in process with libnvJitLink
+ * (loaded with dlopen on first use, so processes that only hit the cache
+ * never pay for loading it; needed for -ewp objects). */
 #ifndef TC_LINK_LINK_H
 #define TC_LINK_LINK_H
 
@@ -23,16 +23,20 @@ typedef struct tc_linker {
     char id[160];            /* identity, part of module keys */
 } tc_linker;
 
-/* Chooses a linker: $TASKCACHE_NVJITLINK (a library path, or "none"), the
- * nvJitLink library of the toolkit that holds `ptxas`, the one found when
- * taskcache was built, else nvlink ($TASKCACHE_NVLINK, next to ptxas, or on
- * $PATH). Returns 0, or -1 with a message when there is no linker. */
 /* Chooses the linker (see link.c for the order). want_library: prefer
  * libnvJitLink wherever it is found, because the objects need it (nvlink
  * silently drops -ewp objects). */
 int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc_linker *out,
                    tc_sb *err);
 
+/* Starts loading and initializing libnvJitLink on a detached thread when
+ * l is that linker and nothing started it yet (the first use in a process
+ * is slow); a later tc_link waits for it. Call it when a link will follow
+ * work that takes a while. */
+void tc_linker_prewarm(const tc_linker *l);
+/* Returns once no prewarm is running (a build that started one calls it
+ * before it returns, so no thread is inside the library at exit). */
+void tc_linker_prewarm_wait(void);
 /* Links objs[0..n) for arch into *image. Returns 0, or -1 with the
  * linker's messages in *log. scratch: a private directory for nvlink's
  * files. Thread-safe. */

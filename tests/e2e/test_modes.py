@@ -155,6 +155,55 @@ def test_whole_program_units_read_constants_where_the_image_has_them(tmp_path):
     assert elfsyms.variables_in(str(out), ".nv.constant3") == want
 
 
+MIXED_CONSTS = """.version 8.0
+.target sm_90
+.address_size 64
+.const .align 4 .b8 a[5] = {1, 2, 3, 4, 5};
+.const .align 16 .v4 .f32 b[2][3];
+.const .u64 c = 7;
+.const .f16x2 e;
+.visible .entry k(.param .u64 p)
+{
+ .reg .b32 %r<3>; .reg .b64 %rd<2>;
+ ld.param.u64 %rd1, [p];
+ ld.const.u32 %r1, [a+1];
+ ld.const.u32 %r2, [e];
+ add.s32 %r1, %r1, %r2;
+ st.global.u32 [%rd1], %r1;
+ ret;
+}
+.visible .entry k2(.param .u64 p)
+{
+ .reg .b32 %r<2>; .reg .b64 %rd<2>;
+ ld.param.u64 %rd1, [p];
+ ld.const.u32 %r1, [c];
+ st.global.u32 [%rd1], %r1;
+ ret;
+}
+"""
+
+
+def test_whole_program_constant_layout_with_alignment_vectors_and_arrays(tmp_path):
+    """Alignment padding, vector elements and two-dimensional arrays: the
+    offsets taskcache lays out (and checks in the image) are the ones a
+    whole-module ptxas build gives, each kernel in its own -ewp unit."""
+    from tchelp import PTXAS
+    if nvjitlink_library() is None:
+        pytest.skip("no libnvJitLink.so in the toolkit")
+    ptx = tmp_path / "m.ptx"
+    ptx.write_text(MIXED_CONSTS)
+    wrapper, calls = logging_ptxas(tmp_path)
+    out, whole = tmp_path / "ewp.cubin", tmp_path / "whole.cubin"
+    run([TASKCACHE, "build", ptx, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+         "ptxas", "--ptxas", wrapper, "--whole-program-units", "--unit-cost", "1"])
+    seen = calls()
+    assert len(seen) == 3 and all("--extensible-whole-program" in a for a, _ in seen)
+    run([PTXAS, f"-arch={ARCH}", ptx, "-o", whole])
+    want = elfsyms.variables_in(str(whole), ".nv.constant3")
+    assert want == {"a": 0, "b": 16, "c": 112, "e": 120}
+    assert elfsyms.variables_in(str(out), ".nv.constant3") == want
+
+
 def test_whole_program_units_keep_constant_readers_relocatable_when_sizes_are_unstated(
         tmp_path):
     """An array of unstated size leaves the offsets of the variables after it

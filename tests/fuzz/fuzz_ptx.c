@@ -48,16 +48,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cost[i] = tc_slicer_entry_cost(s, i);
         }
         size_t k = tc_plan_units(cost, hash, n, 64, first);
-        for (size_t u = 0; u < k; u++) {
-            size_t end = u + 1 < k ? first[u + 1] : n, c = 0;
-            for (size_t i = first[u]; i < end; i++)
-                idx[c++] = (uint32_t)i;
-            tc_text t;
-            memset(&t, 0, sizeof t);
-            int whole_program;
-            if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0)
-                check_reparses(&t);
-            tc_text_free(&t);
+        /* relocatable units, then whole-program units (which may declare
+         * the module's .const variables) */
+        for (int mode = 0; mode < 2; mode++) {
+            if (tc_slicer_set_whole_program(s, mode) != 0)
+                abort();
+            const char *name;
+            size_t len;
+            uint64_t off, prev = 0;
+            for (size_t i = 0; tc_slicer_const_var(s, i, &name, &len, &off) == 0; i++) {
+                if (!len || off < prev) /* offsets only grow, in module order */
+                    abort();
+                prev = off;
+            }
+            for (size_t u = 0; u < k; u++) {
+                size_t end = u + 1 < k ? first[u + 1] : n, c = 0;
+                for (size_t i = first[u]; i < end; i++)
+                    idx[c++] = (uint32_t)i;
+                tc_text t;
+                memset(&t, 0, sizeof t);
+                int whole_program;
+                if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0)
+                    check_reparses(&t);
+                tc_text_free(&t);
+            }
         }
         if (tc_slicer_has_module_data(s)) {
             tc_text t;
