@@ -407,8 +407,8 @@ static tc_status run(tc_build_ctx *b)
     }
     if (!b->explain && b->store && b->o->module_tier)
         b->delta.v[TC_C_MODULE_MISSES]++;
-    if (!b->explain && b->o->split)
-        tc_linker_prewarm(&b->linker); /* a link is likely: its first use, meanwhile */
+    if (!b->explain && b->o->split) /* a link is likely: the linker's first use, meanwhile */
+        tc_linker_prewarm(&b->linker, b->o->arch);
     tc_ptx_error perr;
     if (tc_ptx_parse(b->src, b->len, &b->m, &perr) != 0) {
         if (!perr.line)

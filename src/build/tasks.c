@@ -244,7 +244,7 @@ static tc_status run_misses(job *j)
 {
     tc_build_ctx *b = j->b;
     if (j->ntodo)
-        tc_linker_prewarm(&b->linker); /* the linker's first use, meanwhile */
+        tc_linker_prewarm(&b->linker, b->o->arch); /* the linker's first use, meanwhile */
     size_t nthreads = (size_t)b->o->jobs < j->ntodo ? (size_t)b->o->jobs : j->ntodo;
     pthread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
     size_t started = 0;

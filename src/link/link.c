@@ -97,7 +97,8 @@ static struct {
     pthread_cond_t done;
     int state; /* 0 not started, 1 running, 2 finished */
     char path[TC_PATH_MAX];
-} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ""};
+    char archopt[64];
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", ""};
 
 static void *prewarm_thread(void *arg)
 {
@@ -105,7 +106,7 @@ static void *prewarm_thread(void *arg)
     tc_sb log = TC_SB_INIT;
     if (load_nvjitlink(warm.path, &log) == 0) {
         nvjl_handle h = NULL;
-        const char *opts[] = {"-arch=sm_90"};
+        const char *opts[] = {warm.archopt};
         if (jl.create(&h, 1, opts) == NVJL_SUCCESS)
             jl.destroy(&h);
     }
@@ -117,13 +118,14 @@ static void *prewarm_thread(void *arg)
     return NULL;
 }
 
-void tc_linker_prewarm(const tc_linker *l)
+void tc_linker_prewarm(const tc_linker *l, const char *arch)
 {
     if (l->kind != TC_LINKER_NVJITLINK)
         return;
     pthread_mutex_lock(&warm.lock);
     if (warm.state == 0) {
         snprintf(warm.path, sizeof warm.path, "%s", l->path);
+        snprintf(warm.archopt, sizeof warm.archopt, "-arch=%s", arch);
         pthread_t t;
         pthread_attr_t attr;
         warm.state = 1;

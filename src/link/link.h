@@ -33,7 +33,7 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
  * l is that linker and nothing started it yet (the first use in a process
  * is slow); a later tc_link waits for it. Call it when a link will follow
  * work that takes a while. */
-void tc_linker_prewarm(const tc_linker *l);
+void tc_linker_prewarm(const tc_linker *l, const char *arch);
 /* Returns once no prewarm is running (a build that started one calls it
  * before it returns, so no thread is inside the library at exit). */
 void tc_linker_prewarm_wait(void);

@@ -607,7 +607,7 @@ static int var_layout(const tc_ptx_module *m, const tc_ptx_stmt *st, uint64_t *s
         return 0;
     *align = al ? al : elem * vec;
     *size = elem * vec * n;
-    return (*align & (*align - 1)) == 0;
+    return *align <= 4096 && (*align & (*align - 1)) == 0;
 }
 
 int tc_slicer_set_whole_program(tc_slicer *s, int on)
