@@ -556,8 +556,8 @@ def sass_counts(row, key="AvsB"):
     if not s:
         return ""
     k = s.get("kernels", {})
-    return (f"A vs B: {k.get('identical', 0)} identical, {k.get('regs', 0)} regs-only, "
-            f"{k.get('different', 0)} different")
+    return (f"{key[0]} vs {key[-1]}: {k.get('identical', 0)} identical, {k.get('regs', 0)} "
+            f"regs-only, {k.get('different', 0)} different")
 
 
 # ---- (c) timing ------------------------------------------------------------------------------------
@@ -995,7 +995,8 @@ def cmd_summary(args):
         for r in sass["rows"]:
             if r["module"].startswith("bench250"):
                 rows.append((f"(b) SASS {r['module']}", r.get("result", "?"),
-                             sass_counts(r) or r.get("why", "") or
+                             "; ".join(x for x in (sass_counts(r), sass_counts(r, "AvsC")) if x)
+                             or r.get("why", "") or
                              (r.get("summary_text") or "").splitlines()[:2]))
                 continue
             k = (r.get("summary", {}).get("AvsB") or {}).get("kernels", {})

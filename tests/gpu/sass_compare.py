@@ -3,9 +3,13 @@
 
 Builds three images of one PTX module and compares every kernel's SASS:
 
-  A  taskcache build --no-cache       (per-kernel slices, ptxas -c, nvJitLink)
+  A  taskcache build --no-cache       (per-kernel slices, linked)
   B  ptxas -arch=ARCH IN              (whole module, whole program)
   C  ptxas -arch=ARCH -c IN + nvlink  (whole module, relocatable)
+
+With --extra-taskcache-args --whole-program-units, A has -ewp units and C
+is the whole module as one -ewp unit (taskcache --whole-program-units
+--unit-cost 1000000000): the linkable build A is made like.
 
 Each image is disassembled (nvdisasm, else cuobjdump -sass) and cut into
 functions. A kernel is compared as its own code ("body") and, separately,
@@ -1228,7 +1232,7 @@ def explain_kernel(res, lx, ly):
     return "; ".join(parts), tags
 
 
-def attribute(comps, whole=False):
+def attribute(comps, whole=False, how="relocatable compilation (ptxas -c)"):
     """A vs B: when taskcache's code equals whole-module relocatable code
     (A vs C identical or regs), every A vs B difference is what relocatable
     compilation itself does, and C vs B shows it. When taskcache compiled
@@ -1242,14 +1246,15 @@ def attribute(comps, whole=False):
         ac["tags"] = ["taskcache compiled the module whole (A = B)"]
     if ab["class"] == "identical":
         return
+    short = how.split(" (")[0]
     if ac["class"] in ("identical", "regs"):
-        ab["attributed_to"] = "relocatable compilation"
+        ab["attributed_to"] = short
         pre = ("A = C" + (" up to register names" if ac["class"] == "regs" else "")
-               + ", so this is what relocatable compilation (ptxas -c) does to this kernel")
+               + f", so this is what {how} does to this kernel")
         ab["explanation"] = pre + (": " + cb["explanation"] if cb.get("explanation") else "")
-        ab["tags"] = ["explained by relocatable compilation (A = C)"] + cb.get("tags", [])
+        ab["tags"] = [f"explained by {short} (A = C)"] + cb.get("tags", [])
     else:
-        ab["attributed_to"] = "relocatable compilation and taskcache (A differs from C)"
+        ab["attributed_to"] = f"{short} and taskcache (A differs from C)"
         ab["tags"] = ["A differs from C too"] + ab.get("tags", [])
 
 
@@ -1296,6 +1301,12 @@ def build_images(args, tools, work):
     b_args = [tools["ptxas"], f"-arch={arch}", *extra_ptxas, ptx, "-o", paths["B"]]
     p, dt = run_cmd(b_args, "ptxas (whole module)")
     info["B"] = {"command": b_args, "seconds": round(dt, 3)}
+    if c_is_ewp(args):
+        c_args = [tools["taskcache"], "build", ptx, "-o", paths["C"], "--arch", arch,
+                  "--no-cache", "--whole-program-units", "--unit-cost", "1000000000"]
+        p, dt = run_cmd(c_args, "taskcache build (the module as one -ewp unit)", env=env)
+        info["C"] = {"command": c_args, "seconds": round(dt, 3)}
+        return paths, info
     obj = os.path.join(work, "C.o")
     c_args = [tools["ptxas"], f"-arch={arch}", "-c", *extra_ptxas, ptx, "-o", obj]
     p, dt = run_cmd(c_args, "ptxas -c (whole module)")
@@ -1303,6 +1314,11 @@ def build_images(args, tools, work):
     p2, dt2 = run_cmd(l_args, "nvlink")
     info["C"] = {"command": c_args + ["&&"] + l_args, "seconds": round(dt + dt2, 3)}
     return paths, info
+
+
+def c_is_ewp(args):
+    """Whether A has whole-program units, and C is made the same way."""
+    return "--whole-program-units" in args.extra_taskcache_args
 
 
 # --------------------------------------------------------------------------
@@ -1426,6 +1442,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if len(args.extra_taskcache_args) == 1 and " " in args.extra_taskcache_args[0]:
         args.extra_taskcache_args = shlex.split(args.extra_taskcache_args[0])
+    if c_is_ewp(args):
+        IMAGE_DESC["C"] = "the whole module as one -ewp unit (whole-program-unit code)"
     if not os.path.isfile(args.ptx):
         print(f"sass_compare: {args.ptx}: no such file", file=sys.stderr)
         return 2
@@ -1495,7 +1513,9 @@ def main(argv=None):
             continue
         for x, y in COMPARISONS:
             rec["comparisons"][f"{x}vs{y}"] = compare_kernel(images[x], images[y], k)
-        attribute(rec["comparisons"], bool(build_info["A"].get("compiled_whole")))
+        attribute(rec["comparisons"], bool(build_info["A"].get("compiled_whole")),
+                  "whole-program-unit compilation (ptxas -ewp)" if c_is_ewp(args)
+                  else "relocatable compilation (ptxas -c)")
         kernels.append(rec)
 
     # functions no kernel calls directly (address-taken, exported, dead
