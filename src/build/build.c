@@ -107,8 +107,32 @@ tc_status tc_build_prepare(tc_build_ctx *b)
 
 /* ---- module records --------------------------------------------------------- */
 
-static int decode_module(tc_build_ctx *b, const char *payload, size_t len)
+int tc_build_read_record(tc_build_ctx *b, uint32_t kind, const tc_digest *key, int count_bad,
+                         tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx)
 {
+    char *payload = NULL;
+    size_t len = 0;
+    int bad = 0;
+    int ok = tc_store_get(b->store, b->o->arch, kind, key, &payload, &len, &bad);
+    if (ok) {
+        ok = decode(ctx, payload, len) == 0;
+        free(payload);
+        if (!ok) {
+            undo(ctx);
+            bad = 1;
+        }
+    }
+    if (bad && count_bad) {
+        pthread_mutex_lock(&b->delta_lock);
+        b->delta.v[TC_C_BAD_RECORDS]++;
+        pthread_mutex_unlock(&b->delta_lock);
+    }
+    return ok;
+}
+
+static int decode_module(void *ctx, const char *payload, size_t len)
+{
+    tc_build_ctx *b = ctx;
     tc_result *r = b->r;
     size_t units = 0;
     if (tc_payload_decode_module(payload, len, r, &units) != 0)
@@ -136,22 +160,12 @@ static void free_result_payload(tc_result *r)
     memset(&r->report, 0, sizeof r->report);
 }
 
+static void undo_module(void *ctx) { free_result_payload(((tc_build_ctx *)ctx)->r); }
+
 static int module_hit(tc_build_ctx *b)
 {
-    char *payload = NULL;
-    size_t len = 0;
-    int bad = 0;
-    if (!tc_store_get(b->store, b->o->arch, TC_REC_MODULE, &b->module_key, &payload, &len, &bad)) {
-        b->delta.v[TC_C_BAD_RECORDS] += bad;
-        return 0;
-    }
-    int ok = decode_module(b, payload, len) == 0;
-    free(payload);
-    if (!ok) {
-        free_result_payload(b->r);
-        b->delta.v[TC_C_BAD_RECORDS]++;
-    }
-    return ok;
+    return tc_build_read_record(b, TC_REC_MODULE, &b->module_key, 1, decode_module, undo_module,
+                                b);
 }
 
 void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings)

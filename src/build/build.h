@@ -87,6 +87,14 @@ tc_status tc_build_fail(tc_build_ctx *b, tc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tc_build_store_module(tc_build_ctx *b, const tc_sb *warnings);
 void tc_build_count_put(tc_build_ctx *b, long long written);
+/* Reads the record kind/key and hands its payload to decode(ctx, ...). 1
+ * hit, 0 miss. A record that fails its checksum or does not decode counts
+ * as bad when count_bad (a build counts only its first look at a record);
+ * after a failed decode, undo(ctx) clears what decode set. Compile workers
+ * call it too. */
+typedef int (*tc_record_decode_fn)(void *ctx, const char *payload, size_t len);
+int tc_build_read_record(tc_build_ctx *b, uint32_t kind, const tc_digest *key, int count_bad,
+                         tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx);
 /* Fills the entries' resource reports from a ptxas -v log. 0 or -1 (out of
  * memory). */
 int tc_build_resources_from_log(tc_entry_info *entries, size_t n, const char *log, size_t len);

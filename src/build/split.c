@@ -14,6 +14,7 @@
 #include "../ptx/units.h"
 #include "../store/record.h"
 #include "../util/fs.h"
+#include "../util/map.h"
 #include "build.h"
 #include "payload.h"
 
@@ -97,8 +98,9 @@ static int emit(tc_build_ctx *b, tc_unit *u, tc_text *t)
 
 /* ---- unit records --------------------------------------------------------- */
 
-static int decode_unit(tc_unit *u, const char *payload, size_t len)
+static int decode_unit(void *ctx, const char *payload, size_t len)
 {
+    tc_unit *u = ctx;
     tc_object_payload o;
     if (tc_payload_decode_object(payload, len, &o) != 0)
         return -1;
@@ -110,34 +112,23 @@ static int decode_unit(tc_unit *u, const char *payload, size_t len)
     return 0;
 }
 
+static void undo_unit(void *ctx)
+{
+    tc_unit *u = ctx;
+    tc_sb_reset(&u->object);
+    tc_sb_reset(&u->log);
+    for (size_t k = 0; k < u->nmeta; k++)
+        tc_entry_clear(&u->meta[k]);
+    free(u->meta);
+    u->meta = NULL;
+    u->nmeta = 0;
+}
+
 /* Reads a unit's record; count_bad: whether a bad record counts in the
  * statistics (only the first look of a build counts). */
 static int lookup_unit(tc_build_ctx *b, tc_unit *u, int count_bad)
 {
-    char *payload = NULL;
-    size_t len = 0;
-    int bad = 0;
-    if (!tc_store_get(b->store, b->o->arch, TC_REC_UNIT, &u->key, &payload, &len, &bad)) {
-        pthread_mutex_lock(&b->delta_lock);
-        b->delta.v[TC_C_BAD_RECORDS] += bad && count_bad;
-        pthread_mutex_unlock(&b->delta_lock);
-        return 0;
-    }
-    int ok = decode_unit(u, payload, len) == 0;
-    free(payload);
-    if (!ok) {
-        pthread_mutex_lock(&b->delta_lock);
-        b->delta.v[TC_C_BAD_RECORDS] += count_bad;
-        pthread_mutex_unlock(&b->delta_lock);
-        tc_sb_reset(&u->object);
-        tc_sb_reset(&u->log);
-        for (size_t k = 0; k < u->nmeta; k++)
-            tc_entry_clear(&u->meta[k]);
-        free(u->meta);
-        u->meta = NULL;
-        u->nmeta = 0;
-    }
-    return ok;
+    return tc_build_read_record(b, TC_REC_UNIT, &u->key, count_bad, decode_unit, undo_unit, u);
 }
 
 /* The unit's kernels with their metadata, resources from its ptxas log. */
@@ -455,19 +446,19 @@ static tc_status slice_keys(tc_build_ctx *b)
 }
 
 typedef struct {
-    const char *name;
-    size_t len;
-    int found;
-    uint64_t value;
-} const_sym;
+    tc_map names;      /* .const variable -> index */
+    uint64_t *value;   /* per index: its offset in the image */
+    uint8_t *found;
+} const_walk;
 
-static int find_const(void *ctx, const tc_elf_sym *y)
+static int image_const(void *ctx, const tc_elf_sym *y)
 {
-    const_sym *c = ctx;
-    if (y->shndx && y->len == c->len && !memcmp(y->name, c->name, c->len) &&
-        y->section_len == 13 && !memcmp(y->section, ".nv.constant3", 13)) {
-        c->found = 1;
-        c->value = y->value;
+    const_walk *w = ctx;
+    uint32_t *i;
+    if (y->shndx && y->section_len == 13 && !memcmp(y->section, ".nv.constant3", 13) &&
+        (i = tc_map_get(&w->names, y->name, y->len))) {
+        w->found[*i] = 1;
+        w->value[*i] = y->value;
     }
     return 0;
 }
@@ -478,30 +469,52 @@ static int find_const(void *ctx, const tc_elf_sym *y)
 static tc_status check_const_layout(tc_build_ctx *b)
 {
     const char *name;
-    size_t len;
+    size_t len, n = 0;
     uint64_t want;
-    for (size_t i = 0; tc_slicer_const_var(b->slicer, i, &name, &len, &want) == 0; i++) {
-        const_sym c = {name, len, 0, 0};
-        if (tc_elf_symbols((const unsigned char *)b->r->image, b->r->image_len, find_const, &c) !=
-                0 ||
-            !c.found || c.value != want) {
-            free(b->r->image);
-            b->r->image = NULL;
-            b->r->image_len = 0;
-            if (!c.found)
-                return tc_build_fail(b, TC_ERR_LINK,
-                                     "whole-program units: the linked image has no __constant__ "
-                                     "variable '%.*s'; build without --whole-program-units",
-                                     (int)len, name);
-            return tc_build_fail(b, TC_ERR_LINK,
-                                 "whole-program units: the linked image has __constant__ variable "
-                                 "'%.*s' at offset %llu, the units read it at %llu; build without "
-                                 "--whole-program-units",
-                                 (int)len, name, (unsigned long long)c.value,
-                                 (unsigned long long)want);
-        }
+    while (tc_slicer_const_var(b->slicer, n, &name, &len, &want) == 0)
+        n++;
+    if (!n)
+        return TC_OK;
+    const_walk w;
+    memset(&w, 0, sizeof w);
+    w.value = calloc(n, sizeof *w.value);
+    w.found = calloc(n, 1);
+    tc_status st = TC_ERR_NOMEM;
+    for (size_t i = 0; w.value && w.found && i < n; i++) {
+        tc_slicer_const_var(b->slicer, i, &name, &len, &want);
+        if (tc_map_put(&w.names, name, len, (uint32_t)i) < 0)
+            goto done;
     }
-    return TC_OK;
+    if (!w.value || !w.found)
+        goto done;
+    int readable = tc_elf_symbols((const unsigned char *)b->r->image, b->r->image_len,
+                                  image_const, &w) == 0;
+    st = TC_OK;
+    for (size_t i = 0; i < n && st == TC_OK; i++) {
+        tc_slicer_const_var(b->slicer, i, &name, &len, &want);
+        if (!readable || !w.found[i])
+            st = tc_build_fail(b, TC_ERR_LINK,
+                               "whole-program units: the linked image has no __constant__ "
+                               "variable '%.*s'; build without --whole-program-units",
+                               (int)len, name);
+        else if (w.value[i] != want)
+            st = tc_build_fail(b, TC_ERR_LINK,
+                               "whole-program units: the linked image has __constant__ variable "
+                               "'%.*s' at offset %llu, the units read it at %llu; build without "
+                               "--whole-program-units",
+                               (int)len, name, (unsigned long long)w.value[i],
+                               (unsigned long long)want);
+    }
+    if (st != TC_OK) {
+        free(b->r->image);
+        b->r->image = NULL;
+        b->r->image_len = 0;
+    }
+done:
+    tc_map_free(&w.names);
+    free(w.value);
+    free(w.found);
+    return st;
 }
 
 static tc_status link_units(tc_build_ctx *b)

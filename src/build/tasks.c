@@ -82,8 +82,9 @@ static void slot_free(slot *s)
 
 /* ---- task records ------------------------------------------------------------ */
 
-static int decode_task(slot *s, const char *payload, size_t len)
+static int decode_task(void *ctx, const char *payload, size_t len)
 {
+    slot *s = ctx;
     tc_object_payload o;
     if (tc_payload_decode_object(payload, len, &o) != 0)
         return -1;
@@ -96,8 +97,9 @@ static int decode_task(slot *s, const char *payload, size_t len)
     return 0;
 }
 
-static void reset_slot_payload(slot *s)
+static void reset_slot_payload(void *ctx)
 {
+    slot *s = ctx;
     tc_sb_reset(&s->object);
     tc_sb_reset(&s->log);
     tc_sb_reset(&s->meta);
@@ -112,20 +114,7 @@ static void reset_slot_payload(slot *s)
 /* Reads and verifies a task record. 1 hit, 0 miss. */
 static int load_task(tc_build_ctx *b, slot *s)
 {
-    char *payload = NULL;
-    size_t len = 0;
-    int bad = 0;
-    if (!tc_store_get(b->store, b->o->arch, TC_REC_TASK, &s->key, &payload, &len, &bad)) {
-        b->delta.v[TC_C_BAD_RECORDS] += bad;
-        return 0;
-    }
-    int ok = decode_task(s, payload, len) == 0;
-    free(payload);
-    if (!ok) {
-        b->delta.v[TC_C_BAD_RECORDS]++;
-        reset_slot_payload(s);
-    }
-    return ok;
+    return tc_build_read_record(b, TC_REC_TASK, &s->key, 1, decode_task, reset_slot_payload, s);
 }
 
 static void store_task(tc_build_ctx *b, slot *s)
