@@ -706,6 +706,7 @@ def cmd_timing(args):
         return 0
     med = statistics.median(ratios) if ratios else None
     lo, hi = percentile(noise, 0.05), percentile(noise, 0.95)
+
     def compare(num, den):
         """num's time over den's per kernel: median, kernels above the band."""
         xs = {k: times[num][k][0] / times[den][k][0] for k in ks
@@ -727,11 +728,9 @@ def cmd_timing(args):
                 f"above the band" + ("; worst " + ", ".join(
                     f"{w['kernel']} {w['ratio']:.3f}x" for w in c["worst"][:4])
                     if c["worst"] else ""))
-    doc["ewp"] = doc["vs"].get("taskcache-ewp/whole1")
-    for label, _ in extra:
-        doc.setdefault("extra", {})[label] = dict(
-            doc["vs"][f"{label}/whole1"],
-            options=dict(e.partition("=")[::2] for e in args.extra)[label])
+    for label, opts in builds:  # the experiments' entries say how they were built
+        if f"{label}/whole1" in doc["vs"]:
+            doc["vs"][f"{label}/whole1"]["options"] = opts
     above = sorted((p for p in per if p["ratio"] and hi and p["ratio"] > hi),
                    key=lambda p: -p["ratio"])
     noise_above = sum(1 for x in noise if hi and x > hi)
