@@ -4,33 +4,36 @@
 
 enum { C_OTHER = 0, C_SPACE = 1, C_IDSTART = 2, C_DIGIT = 4, C_IDCONT = 8 };
 
-static unsigned char cls[256];
-static int cls_ready;
-
-static void init_classes(void)
-{
-    /* Benign race: every thread writes the same values. */
-    for (int c = 0; c < 256; c++) {
-        unsigned char k = 0;
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' || c == '\n')
-            k |= C_SPACE;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$' ||
-            c == '%' || c == '.')
-            k |= C_IDSTART;
-        if (c >= '0' && c <= '9')
-            k |= C_DIGIT;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '_' || c == '$' || c == '.')
-            k |= C_IDCONT;
-        cls[c] = k;
-    }
-    cls_ready = 1;
-}
+/* The classes of every byte, as a constant: no initialization at run time,
+ * so threads lexing at once share nothing that is written. Bytes >= 0x80
+ * are C_OTHER. */
+#define S C_SPACE
+#define I (C_IDSTART | C_IDCONT) /* letters _ $ . */
+#define P C_IDSTART              /* % starts a register name only */
+#define D (C_DIGIT | C_IDCONT)
+static const unsigned char cls[256] = {
+    /* 0x00 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, S, S, S, S, S, 0, 0,
+    /* 0x10 */ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    /*  !"#$%&'()*+,-./ */
+    /* 0x20 */ S, 0, 0, 0, I, P, 0, 0, 0, 0, 0, 0, 0, 0, I, 0,
+    /* 0123456789:;<=>? */
+    /* 0x30 */ D, D, D, D, D, D, D, D, D, D, 0, 0, 0, 0, 0, 0,
+    /* @ABCDEFGHIJKLMNO */
+    /* 0x40 */ 0, I, I, I, I, I, I, I, I, I, I, I, I, I, I, I,
+    /* PQRSTUVWXYZ[\]^_ */
+    /* 0x50 */ I, I, I, I, I, I, I, I, I, I, I, 0, 0, 0, 0, I,
+    /* `abcdefghijklmno */
+    /* 0x60 */ 0, I, I, I, I, I, I, I, I, I, I, I, I, I, I, I,
+    /* pqrstuvwxyz{|}~ */
+    /* 0x70 */ I, I, I, I, I, I, I, I, I, I, I, 0, 0, 0, 0, 0,
+};
+#undef S
+#undef I
+#undef P
+#undef D
 
 void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line)
 {
-    if (!cls_ready)
-        init_classes();
     lx->src = p;
     lx->cur = p;
     lx->end = p + n;
