@@ -94,7 +94,7 @@ static const char usage_gc[] =
     "usage: taskcache gc [--cache-dir DIR] [--max-size SIZE] [--evict-older-than AGE]\n"
     "\n"
     "Evicts the least recently used records (of every tier) until the cache\n"
-    "holds 90%% of SIZE (default: the cache's limit: $TASKCACHE_MAXSIZE, else\n"
+    "holds 90% of SIZE (default: the cache's limit: $TASKCACHE_MAXSIZE, else\n"
     "max_size in DIR/taskcache.conf, else 5G), and every record unused for\n"
     "AGE (e.g. 30d, 12h, 90m, 3600 seconds). Builds do the size part on their\n"
     "own when the cache outgrows its limit. Also removes temporary files left\n"

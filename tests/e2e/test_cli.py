@@ -62,6 +62,17 @@ def test_help(args, needle):
 
 
 @pytest.mark.no_toolkit
+@pytest.mark.parametrize("topic", ["build", "stats", "gc", "verify", "clear"])
+def test_help_text_is_printed_verbatim(topic):
+    # help texts are printed with fputs, not printf: "%%" would show as is
+    for args in (["help", topic], [topic, "--help"]):
+        out = tc(*args).stdout
+        assert "%%" not in out, out
+    if topic == "gc":
+        assert "holds 90% of SIZE" in out
+
+
+@pytest.mark.no_toolkit
 def test_version():
     assert tc("version").stdout.startswith("taskcache ")
 
