@@ -370,9 +370,23 @@ TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *ou
  * are linked into one image, in the order given. A global shared between
  * tasks is defined in one task and declared .extern in the others. */
 
+/* A task's key must cover everything its codegen output depends on, since
+ * a hit serves the stored object without asking: the IR (or source) and,
+ * when codegen reads anything else, that too: values of globals and
+ * constants it folds in, the signature or argument types it specializes
+ * for, the names it gives kernels and symbols, codegen options and the
+ * versions of the compilers and libraries involved (those can go in the
+ * host's version string, which is part of every key). Whatever the key
+ * leaves out, a warm build serves from the first build that had the key.
+ * The codegen output must also be a function of the key alone: no names
+ * or counters that depend on what else the process compiled before.
+ *
+ * The name is part of the key (tasks of different names never share a
+ * record). Two tasks of one tc_build_tasks call with the same name and
+ * key fail the build with TC_ERR_INVALID naming both. */
 typedef struct tc_task {
-    const char *name;          /* for messages */
-    const void *key;           /* bytes that determine the task's PTX */
+    const char *name;          /* for messages; part of the key; NULL means "" */
+    const void *key;           /* bytes that determine the task's PTX (see above) */
     size_t key_size;
 } tc_task;
 

@@ -432,6 +432,67 @@ static int job_init(job *j, tc_build_ctx *b, size_t n)
 
 /* ---- tc_build_tasks --------------------------------------------------------------- */
 
+/* A task is its name and its key bytes. Hosts name the kernels they emit
+ * after their tasks, so the name is part of the key: a record is never
+ * served to a task of another name. Length-prefixed, so no two (name,
+ * key) pairs hash the same bytes. */
+static int task_key(tc_build_ctx *b, const char *version, const tc_task *t, tc_digest *out)
+{
+    const char *name = t->name ? t->name : "";
+    size_t nl = strlen(name);
+    char head[32];
+    size_t hl = (size_t)snprintf(head, sizeof head, "%zu:", nl);
+    size_t len = hl + nl + t->key_size;
+    char *buf = malloc(len);
+    if (!buf)
+        return -1;
+    memcpy(buf, head, hl);
+    memcpy(buf + hl, name, nl);
+    if (t->key_size)
+        memcpy(buf + hl + nl, t->key, t->key_size);
+    int rc = tc_key_task(&b->kc, version, buf, len, out);
+    free(buf);
+    return rc;
+}
+
+typedef struct keyed {
+    tc_digest key;
+    size_t index;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    int c = memcmp(x->key.b, y->key.b, TC_DIGEST_LEN);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Two tasks of one group with one key would share one record (the last
+ * write wins) and define the same kernels twice: refuse before any work,
+ * naming both. */
+static tc_status check_distinct(job *j)
+{
+    keyed *k = malloc(j->n * sizeof *k);
+    if (!k)
+        return TC_ERR_NOMEM;
+    for (size_t i = 0; i < j->n; i++) {
+        k[i].key = j->slots[i].key;
+        k[i].index = i;
+    }
+    qsort(k, j->n, sizeof *k, cmp_keyed);
+    tc_status st = TC_OK;
+    for (size_t i = 1; i < j->n && st == TC_OK; i++)
+        if (!memcmp(k[i - 1].key.b, k[i].key.b, TC_DIGEST_LEN))
+            st = tc_build_fail(j->b, TC_ERR_INVALID,
+                               "task %zu (%s) and task %zu (%s) have the same name and key: a "
+                               "group holds each task once, and a task's key must cover "
+                               "everything its PTX depends on",
+                               k[i - 1].index, j->slots[k[i - 1].index].name, k[i].index,
+                               j->slots[k[i].index].name);
+    free(k);
+    return st;
+}
+
 static tc_status build_tasks(job *j, const tc_host *host)
 {
     tc_build_ctx *b = j->b;
@@ -444,10 +505,12 @@ static tc_status build_tasks(job *j, const tc_host *host)
         char fallback[32];
         snprintf(fallback, sizeof fallback, "task %zu", i);
         s->name = strdup(t->name && *t->name ? t->name : fallback);
-        if (!s->name || tc_key_task(&b->kc, host->version, t->key, t->key_size, &s->key) != 0)
+        if (!s->name || task_key(b, host->version, t, &s->key) != 0)
             return TC_ERR_NOMEM;
         tc_digest_hex(&s->key, s->hex);
     }
+    if ((st = check_distinct(j)) != TC_OK)
+        return st;
     tc_digest *keys = malloc(j->n * sizeof *keys);
     if (!keys)
         return TC_ERR_NOMEM;

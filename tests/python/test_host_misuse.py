@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import taskcache as tc
-from test_api import OPTS, Host
+from test_api import OPTS, Host, task_ptx
 
 
 def _in_thread(fn):
@@ -67,3 +67,28 @@ def test_close_from_inside_codegen(tmp_path):
         cache.lookup_group(b"g", OPTS, version="close 2")
     with tc.Cache(tmp_path / "c") as again:
         assert again.lookup_group(b"g", OPTS, version="close 2") is not None
+
+
+# ---- colliding task keys ---------------------------------------------------------------
+
+def test_same_key_bytes_under_two_names(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        tasks = [tc.Task("alpha", b"same"), tc.Task("beta", b"same")]
+
+        def codegen(index, task):
+            return task_ptx(task.name, index), task.name.encode()
+        for opts in (OPTS, OPTS, tc.Options(arch="sm_90", module_cache=False)):
+            r = cache.build_tasks(tasks, codegen, opts, version="collide 1")
+            assert [t.metadata for t in r.tasks] == [b"alpha", b"beta"]
+            assert [t.entries[0].name for t in r.tasks] == ["alpha", "beta"]
+
+
+def test_duplicate_tasks_fail_naming_both(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(3))
+        tasks = [tc.Task("k0", b"x"), tc.Task("k1", b"y"), tc.Task("k0", b"x")]
+        with pytest.raises(tc.TaskcacheError) as exc:
+            cache.build_tasks(tasks, host.codegen, OPTS, version="collide 2", group_key=b"g")
+        assert exc.value.status == "TC_ERR_INVALID"
+        assert "task 0 (k0) and task 2 (k0)" in str(exc.value)
+        assert host.calls == 0 and cache.stats()["task_records"] == 0

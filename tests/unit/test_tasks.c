@@ -218,6 +218,98 @@ static void test_close_inside_codegen(const char *dir)
     tc_options_free(o);
 }
 
+/* ---- 2. tasks whose key bytes collide ----------------------------------------------- */
+
+static void check_task(const tc_result *r, size_t i, const char *kernel)
+{
+    tc_task_info t;
+    tc_entry_info e;
+    char meta[128];
+    snprintf(meta, sizeof meta, "kernel=%s ", kernel);
+    CHECK(r && tc_result_task(r, i, &t) == TC_OK);
+    if (!r || tc_result_task(r, i, &t) != TC_OK)
+        return;
+    CHECK(t.entry_count == 1 && tc_result_entry(r, t.first_entry, &e) == TC_OK);
+    CHECK_STR(e.name, kernel);
+    CHECK(t.metadata && t.metadata_size > strlen(meta) &&
+          !memcmp(t.metadata, meta, strlen(meta)));
+}
+
+/* Two tasks of one group with the same key bytes but different names (the
+ * kernel is named after the task): each gets its own record, cold and
+ * warm, with or without the module record. */
+static void test_same_key_bytes_different_names(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    static const char *const two[] = {"alpha", "beta"};
+    tc_task tasks[2] = {{"alpha", "same", 4}, {"beta", "same", 4}};
+    for (int round = 0; round < 3; round++) {
+        toy t;
+        toy_init(&t, 2, two);
+        tc_host host = {"collide 1", toy_codegen, &t, 0, NULL, 0};
+        if (round == 2) /* without the module record: the task records alone */
+            tc_options_set_tier(o, TC_TIER_MODULE, 0);
+        tc_result *r = NULL;
+        CHECK(tc_build_tasks(cache, o, &host, tasks, 2, &r) == TC_OK);
+        CHECK(t.calls == (round == 0 ? 2 : 0));
+        check_task(r, 0, "alpha");
+        check_task(r, 1, "beta");
+        tc_result_free(r);
+    }
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
+/* A record is never served to a task of another name, even across builds:
+ * the kernel names in it come from the name. */
+static void test_name_is_part_of_the_key(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(1);
+    static const char *const names[2][1] = {{"alpha"}, {"beta"}};
+    for (int round = 0; round < 2; round++) {
+        toy t;
+        toy_init(&t, 1, names[round]);
+        tc_task task = {names[round][0], "one IR", 6};
+        tc_host host = {"collide 2", toy_codegen, &t, 0, NULL, 0};
+        tc_result *r = NULL;
+        CHECK(tc_build_tasks(cache, o, &host, &task, 1, &r) == TC_OK);
+        CHECK(t.calls == 1);
+        check_task(r, 0, names[round][0]);
+        tc_result_free(r);
+    }
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
+/* The same name and key twice in one group is an error that names both,
+ * found before any codegen runs. */
+static void test_duplicate_task_is_an_error(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    static const char *const three[] = {"alpha", "beta", "alpha"};
+    toy t;
+    toy_init(&t, 3, three);
+    tc_task tasks[3] = {{"alpha", "k1", 2}, {"beta", "k2", 2}, {"alpha", "k1", 2}};
+    tc_host host = {"collide 3", toy_codegen, &t, 0, "g", 1};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 3, &r) == TC_ERR_INVALID);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_CONTAINS(tc_result_diagnostics(r), "task 0 (alpha) and task 2 (alpha)");
+        CHECK(tc_result_image(r, NULL) == NULL);
+    }
+    CHECK(t.calls == 0);
+    tc_result_free(r);
+    tc_stats s;
+    CHECK(tc_cache_stats(cache, &s, NULL) == TC_OK);
+    CHECK(s.task_records == 0 && s.group_records == 0 && s.module_records == 0);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -241,5 +333,8 @@ int main(void)
 {
     run("close while building", test_close_while_building);
     run("close inside codegen", test_close_inside_codegen);
+    run("same key bytes, different names", test_same_key_bytes_different_names);
+    run("name is part of the key", test_name_is_part_of_the_key);
+    run("duplicate task", test_duplicate_task_is_an_error);
     return check_report("test_tasks");
 }
