@@ -215,7 +215,9 @@ typedef enum tc_tier {
 } tc_tier;
 
 /* Turns one cache tier on or off (for debugging; both are on by default).
- * With a tier off it is neither read nor written. */
+ * With a tier off it is neither read nor written. For tc_build_tasks and
+ * tc_lookup_group, TC_TIER_UNIT covers the task records and the group
+ * manifests that name them, and TC_TIER_MODULE the linked modules. */
 TC_API tc_status tc_options_set_tier(tc_options *opts, tc_tier tier, int enabled);
 
 typedef enum tc_compiler {
@@ -408,9 +410,12 @@ typedef struct tc_host {
     void *user;                /* passed to codegen */
     int serialize_codegen;     /* 1: never run two codegen calls at once */
     /* Optional group manifest: a key the host computed for the whole group
-     * of tasks before running its front end (a hash of the source, say).
-     * When given, a successful build stores group -> ordered task keys, and
-     * tc_lookup_group can return the whole result without the front end. */
+     * of tasks before running its front end (a hash of the source, say);
+     * like a task key, it must cover everything the front end's output
+     * depends on. When given, a successful build stores group -> ordered
+     * task keys, and tc_lookup_group can return the whole result without
+     * the front end. NULL: no manifest; an empty key (size 0, pointer not
+     * NULL) is a key like any other. */
     const void *group_key;
     size_t group_key_size;
 } tc_host;
@@ -430,7 +435,12 @@ TC_API tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const t
  * record it names present and verified) *out is the same result a build
  * would give and no codegen runs; the host can skip its front end. A miss
  * returns TC_ERR_NOT_FOUND with *out NULL: run the front end and
- * tc_build_tasks with the same group key. */
+ * tc_build_tasks with the same group key. A miss is: no manifest, a task
+ * record it names missing or bad, records that no longer link together
+ * (tc_build_tasks regenerates them), or the unit tier switched off. Any
+ * other failure (no ptxas, no target, out of memory, ...) returns its
+ * status with *out a result whose diagnostics say why (free it).
+ * group_key may be NULL when group_key_size is 0. Thread-safe. */
 TC_API tc_status tc_lookup_group(tc_cache *cache, const tc_options *opts, const char *version,
                                  const void *group_key, size_t group_key_size, tc_result **out);
 

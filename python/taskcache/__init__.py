@@ -248,10 +248,37 @@ def _check(status: int, err: Optional[_Error] = None, what: str = ""):
         raise TaskcacheError(status, msg or what)
 
 
-def _b(s: Union[str, bytes, None]) -> Optional[bytes]:
+def _b(s, what: str = "value") -> Optional[bytes]:
+    """Bytes of a str (UTF-8) or of any bytes-like object (bytes,
+    bytearray, memoryview, ...); None stays None."""
     if s is None or isinstance(s, bytes):
         return s
-    return s.encode()
+    if isinstance(s, str):
+        return s.encode()
+    try:
+        return memoryview(s).tobytes()
+    except TypeError:
+        raise TypeError(f"{what} must be str or bytes-like, not {type(s).__name__}") from None
+
+
+def _c(s, what: str) -> Optional[bytes]:
+    """A C string: a NUL would silently end it there ("x\0one" would be
+    "x", the same as "x\0two"), so it is refused. Surrogate escapes (from
+    os.fsdecode or from names this package decoded) turn back into the
+    bytes they stand for."""
+    if isinstance(s, str):
+        s = s.encode("utf-8", "surrogateescape")
+    b = _b(s, what)
+    if b is not None and b"\0" in b:
+        raise ValueError(f"{what} contains a NUL byte: {s!r}")
+    return b
+
+
+def _text(b: Optional[bytes]) -> Optional[str]:
+    """A name from the library as str; bytes that are not UTF-8 come back
+    as surrogate escapes (as os.fsdecode does), so they never raise and
+    round-trip through _c."""
+    return None if b is None else b.decode("utf-8", "surrogateescape")
 
 
 # ---- options ------------------------------------------------------------------------------
@@ -281,9 +308,10 @@ class Options:
         ok = False
         try:
             err = _Error()
-            _check(lib.tc_options_set_arch(h, _b(self.arch), ctypes.byref(err)), err)
+            _check(lib.tc_options_set_arch(h, _c(self.arch, "arch"), ctypes.byref(err)), err)
             for o in self.compiler_options:
-                _check(lib.tc_options_add_compiler_option(h, _b(o), ctypes.byref(err)), err)
+                _check(lib.tc_options_add_compiler_option(h, _c(o, "compiler option"),
+                                                          ctypes.byref(err)), err)
             if self.jobs is not None:
                 _check(lib.tc_options_set_jobs(h, int(self.jobs)), None, "jobs must be >= 1")
             if self.compiler is not None:
@@ -292,7 +320,7 @@ class Options:
                     raise ValueError("compiler must be 'auto', 'ptxas' or 'inprocess'")
                 lib.tc_options_set_compiler(h, codes[self.compiler])
             if self.ptxas:
-                lib.tc_options_set_ptxas(h, _b(self.ptxas))
+                lib.tc_options_set_ptxas(h, _c(self.ptxas, "ptxas"))
             if self.unit_cost:
                 lib.tc_options_set_unit_cost(h, int(self.unit_cost))
             lib.tc_options_set_tier(h, 1, int(self.module_cache))
@@ -366,9 +394,13 @@ class TaskInfo:
 
 @dataclass
 class Task:
-    """A host task: its name and the bytes that determine its PTX."""
-    name: str
-    key: bytes
+    """A host task: its name and the bytes that determine its PTX.
+
+    The key must cover everything the codegen output depends on (see
+    function_key for Python functions); the name is part of the key too.
+    name: str (or bytes); key: str or any bytes-like object."""
+    name: Union[str, bytes]
+    key: Union[bytes, bytearray, memoryview, str]
 
 
 class Result:
@@ -385,7 +417,7 @@ class Result:
             self.diagnostics: str = (lib.tc_result_diagnostics(handle) or b"").decode(
                 errors="replace")
             why = lib.tc_result_whole_reason(handle)
-            self.whole_reason: Optional[str] = why.decode() if why else None
+            self.whole_reason: Optional[str] = why.decode(errors="replace") if why else None
             r = _Report()
             lib.tc_result_report(handle, ctypes.byref(r))
             self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,
@@ -400,7 +432,7 @@ class Result:
                                      e.params[k].size, e.params[k].align)
                                for k in range(e.param_count))
                 entries.append(Entry(
-                    e.name.decode(), params, e.param_bytes, tuple(e.maxntid), tuple(e.reqntid),
+                    _text(e.name), params, e.param_bytes, tuple(e.maxntid), tuple(e.reqntid),
                     e.minnctapersm, e.maxnreg, e.registers, e.shared_bytes, e.stack_bytes,
                     e.spill_store_bytes, e.spill_load_bytes, (e.unit_key or b"").decode(),
                     (e.slice_key or b"").decode(), e.unit, bool(e.cached)))
@@ -410,7 +442,7 @@ class Result:
                 t = _TaskInfo()
                 lib.tc_result_task(handle, i, ctypes.byref(t))
                 meta = ctypes.string_at(t.metadata, t.metadata_size) if t.metadata else None
-                tasks.append(TaskInfo(t.name.decode(), t.key.decode(), bool(t.cached),
+                tasks.append(TaskInfo(_text(t.name), t.key.decode(), bool(t.cached),
                                       bool(t.codegen_ran), meta,
                                       tuple(entries[t.first_entry:t.first_entry + t.entry_count])))
             self.tasks: List[TaskInfo] = tasks
@@ -457,7 +489,8 @@ class Cache:
         self._closed = False
         self._h = ctypes.c_void_p()
         err = _Error()
-        _check(lib.tc_cache_open(_b(os.fspath(directory)) if directory is not None else None,
+        _check(lib.tc_cache_open(_c(os.fspath(directory), "directory") if directory is not None
+                                 else None,
                                  ctypes.byref(self._h), ctypes.byref(err)), err)
 
     def __enter__(self):
@@ -509,7 +542,7 @@ class Cache:
     @property
     def directory(self) -> str:
         with self._use() as h:
-            return _L().tc_cache_dir(h).decode()
+            return _text(_L().tc_cache_dir(h))
 
     @property
     def warning(self) -> Optional[str]:
@@ -518,12 +551,12 @@ class Cache:
             return w.decode() if w else None
 
     def _run(self, fn, ptx, options, name):
-        data = _b(ptx)
+        data = _b(ptx, "ptx")
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
         try:
             with self._use() as h:
-                status = fn(h, opts, data, len(data), _b(name), ctypes.byref(out))
+                status = fn(h, opts, data, len(data), _c(name, "name"), ctypes.byref(out))
         finally:
             _L().tc_options_free(opts)
         return _finish(status, out.value)
@@ -550,11 +583,13 @@ class Cache:
         tasks = list(tasks)
         ctasks = (_Task * len(tasks))()
         keep = []
+        cversion = _c(version, "version")
         for i, t in enumerate(tasks):
-            key = _b(t.key)
+            key = _b(t.key, "task key")
             kbuf = ctypes.create_string_buffer(key, len(key))
-            keep.append(kbuf)
-            ctasks[i].name = _b(t.name)
+            name = _c(t.name, "task name")
+            keep += [kbuf, name]
+            ctasks[i].name = name
             ctasks[i].key = ctypes.cast(kbuf, ctypes.c_void_p)
             ctasks[i].key_size = len(key)
 
@@ -574,11 +609,12 @@ class Cache:
                 lib.tc_codegen_fail(out, msg.encode(errors="replace"))
 
         cb = _CODEGEN(trampoline)
-        gk = _b(group_key) if group_key is not None else None
-        gkbuf = ctypes.create_string_buffer(gk, len(gk)) if gk else None
-        host = _Host(_b(version), cb, None, int(serialize),
-                     ctypes.cast(gkbuf, ctypes.c_void_p) if gkbuf else None,
-                     len(gk) if gk else 0)
+        # b"" is a key like any other; only None means no manifest
+        gk = _b(group_key, "group_key")
+        gkbuf = ctypes.create_string_buffer(gk, max(1, len(gk))) if gk is not None else None
+        host = _Host(cversion, cb, None, int(serialize),
+                     ctypes.cast(gkbuf, ctypes.c_void_p) if gkbuf is not None else None,
+                     len(gk) if gk is not None else 0)
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
         try:
@@ -592,14 +628,17 @@ class Cache:
     def lookup_group(self, group_key: bytes, options: Optional[Options] = None, *,
                      version: str) -> Optional[Result]:
         """The whole result of an earlier build_tasks with this group key,
-        or None (run the front end then)."""
+        or None on a miss (run the front end then). Other failures (no
+        ptxas, a bad target, ...) raise TaskcacheError with the library's
+        diagnostics."""
         lib = _L()
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
-        gk = _b(group_key)
         try:
+            gk = _b(group_key, "group_key")
+            cversion = _c(version, "version")
             with self._use() as h:
-                status = lib.tc_lookup_group(h, opts, _b(version), gk, len(gk),
+                status = lib.tc_lookup_group(h, opts, cversion, gk, len(gk),
                                              ctypes.byref(out))
         finally:
             lib.tc_options_free(opts)
@@ -665,7 +704,8 @@ class Module:
     def kernel(self, name: str) -> Kernel:
         k = _Kernel()
         err = _Error()
-        _check(_L().tc_module_kernel(self._h, _b(name), ctypes.byref(k), ctypes.byref(err)), err)
+        _check(_L().tc_module_kernel(self._h, _c(name, "kernel name"), ctypes.byref(k),
+                                     ctypes.byref(err)), err)
         return Kernel(name, k.function or 0, k.max_threads_per_block, k.registers,
                       k.shared_bytes, k.local_bytes, k.const_bytes, self._entries.get(name))
 
@@ -673,7 +713,8 @@ class Module:
         """(device address, bytes) of a global variable."""
         p, n = ctypes.c_uint64(), ctypes.c_size_t()
         err = _Error()
-        _check(_L().tc_module_global(self._h, _b(name), ctypes.byref(p), ctypes.byref(n),
+        _check(_L().tc_module_global(self._h, _c(name, "global name"), ctypes.byref(p),
+                                     ctypes.byref(n),
                                      ctypes.byref(err)), err)
         return p.value, n.value
 
@@ -689,5 +730,6 @@ class Module:
         argv = (ctypes.c_void_p * max(1, len(values)))(
             *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
         err = _Error()
-        _check(_L().tc_module_launch(self._h, _b(name), ctypes.byref(cfg), argv, None, 0,
+        _check(_L().tc_module_launch(self._h, _c(name, "kernel name"), ctypes.byref(cfg), argv,
+                                     None, 0,
                                      ctypes.byref(err)), err)

@@ -562,7 +562,8 @@ static tc_status build_tasks(job *j, const tc_host *host)
             store_task(b, &j->slots[j->todo[k]]);
         if (!module_hit && b->o->module_tier)
             store_module(j);
-        if (host->group_key) {
+        /* a manifest names task records: it lives and dies with their tier */
+        if (host->group_key && b->o->unit_tier) {
             tc_digest g;
             if (tc_key_group(&b->kc, host->version, host->group_key, host->group_key_size, &g) != 0)
                 return TC_ERR_NOMEM;
@@ -611,7 +612,9 @@ static tc_status lookup_group(job *j, tc_build_ctx *b, const char *version, cons
     char *payload = NULL;
     size_t plen = 0;
     int bad = 0;
-    if (!b->store || !tc_store_get(b->store, b->o->arch, TC_REC_GROUP, &g, &payload, &plen, &bad)) {
+    if (!b->store || !b->o->unit_tier)
+        return TC_ERR_NOT_FOUND;
+    if (!tc_store_get(b->store, b->o->arch, TC_REC_GROUP, &g, &payload, &plen, &bad)) {
         b->delta.v[TC_C_BAD_RECORDS] += bad;
         return TC_ERR_NOT_FOUND;
     }
@@ -669,8 +672,11 @@ static tc_status lookup_group(job *j, tc_build_ctx *b, const char *version, cons
         if (!(b->scratch = tc_make_temp_dir("taskcache")))
             return tc_build_fail(b, TC_ERR_IO, "cannot create a temporary directory: %s",
                                  strerror(errno));
+        /* records that verify but no longer link together (one was
+         * regenerated since) are stale, not an error: tc_build_tasks
+         * regenerates them */
         if ((st = link_tasks(j)) != TC_OK)
-            return st;
+            return st == TC_ERR_LINK ? TC_ERR_NOT_FOUND : st;
         if (b->o->module_tier)
             store_module(j);
     }
@@ -692,16 +698,17 @@ tc_status tc_lookup_group(tc_cache *cache, const tc_options *opts, const char *v
     job j;
     memset(&j, 0, sizeof j);
     tc_status st = lookup_group(&j, &b, version, group_key, group_key_size);
-    if (st == TC_ERR_NOT_FOUND)
-        b.delta.v[TC_C_GROUP_MISSES]++;
-    else if (st == TC_OK)
+    if (st == TC_OK)
         b.delta.v[TC_C_GROUP_HITS]++;
+    else if (st == TC_ERR_NOT_FOUND && b.store && opts->unit_tier)
+        b.delta.v[TC_C_GROUP_MISSES]++;
     job_free(&j);
     tc_result *r = tc_build_finish(&b, st);
-    if (st != TC_OK) {
+    if (st == TC_ERR_NOT_FOUND) {
+        /* a miss is not an error: the host runs its front end */
         tc_result_free(r);
         return st;
     }
-    *out = r;
+    *out = r; /* a hit, or an error and its diagnostics */
     return st;
 }

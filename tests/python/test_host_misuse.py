@@ -92,3 +92,70 @@ def test_duplicate_tasks_fail_naming_both(tmp_path):
         assert exc.value.status == "TC_ERR_INVALID"
         assert "task 0 (k0) and task 2 (k0)" in str(exc.value)
         assert host.calls == 0 and cache.stats()["task_records"] == 0
+
+
+# ---- lookups keep their diagnostics --------------------------------------------------------
+
+def test_lookup_error_says_why(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        bad = tc.Options(arch="sm_90", compiler="ptxas", ptxas="/nonexistent/bin/ptxas")
+        with pytest.raises(tc.TaskcacheError) as exc:
+            cache.lookup_group(b"g", bad, version="lookup 1")
+        assert exc.value.status == "TC_ERR_TOOLCHAIN"
+        assert "/nonexistent/bin/ptxas" in exc.value.message
+        assert cache.lookup_group(b"g", OPTS, version="lookup 1") is None
+
+
+# ---- keys, names and versions ---------------------------------------------------------------
+
+def test_empty_group_key_is_a_key(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(2))
+        cache.build_tasks(host.tasks(), host.codegen, OPTS, version="empty 1", group_key=b"")
+        assert cache.stats()["group_records"] == 1
+        assert cache.lookup_group(b"", OPTS, version="empty 1") is not None
+
+
+def test_bytes_like_keys(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(3))
+        tasks = [tc.Task("k0", bytearray(b"const 0")), tc.Task("k1", memoryview(b"const 1")),
+                 tc.Task("k2", "const 2")]
+        r = cache.build_tasks(tasks, host.codegen, OPTS, version="bytes 1",
+                              group_key=bytearray(b"group"))
+        # the same bytes as bytes: the same keys
+        again = cache.build_tasks(host.tasks(), host.codegen, OPTS, version="bytes 1")
+        assert host.calls == 3 and again.report.module_hit
+        assert [t.key for t in again.tasks] == [t.key for t in r.tasks]
+        assert cache.lookup_group(memoryview(b"group"), OPTS, version="bytes 1") is not None
+        with pytest.raises(TypeError):
+            cache.build_tasks([tc.Task("k0", 42)], host.codegen, OPTS, version="bytes 1")
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(2))
+        tasks = [tc.Task(b"k\xff", b"const 0"), tc.Task("k1", b"const 1")]
+
+        def codegen(index, task):
+            return task_ptx(f"k{index}", index)
+        r = cache.build_tasks(tasks, codegen, OPTS, version="names 1", group_key=b"g")
+        assert r.tasks[0].name == "k\udcff"
+        hit = cache.lookup_group(b"g", OPTS, version="names 1")
+        assert hit.tasks[0].name == "k\udcff"
+        # the decoded name is the same task
+        again = cache.build_tasks([tc.Task(hit.tasks[0].name, b"const 0"), tasks[1]], codegen,
+                                  OPTS, version="names 1")
+        assert again.report.module_hit
+
+
+def test_nul_in_names_and_versions_is_refused(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(1))
+        for kwargs, tasks in (({"version": "x\0one"}, host.tasks()),
+                              ({"version": "x"}, [tc.Task("k\0a", b"k")])):
+            with pytest.raises(ValueError, match="NUL"):
+                cache.build_tasks(tasks, host.codegen, OPTS, **kwargs)
+        with pytest.raises(ValueError, match="NUL"):
+            cache.lookup_group(b"g", OPTS, version="x\0two")
+        assert host.calls == 0

@@ -310,6 +310,90 @@ static void test_duplicate_task_is_an_error(const char *dir)
     tc_cache_close(cache);
 }
 
+/* ---- 7. lookups keep their diagnostics ------------------------------------------------ */
+
+static void test_lookup_error_has_diagnostics(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(1);
+    tc_options_set_compiler(o, TC_COMPILER_PTXAS);
+    tc_options_set_ptxas(o, "/nonexistent/bin/ptxas");
+    tc_result *r = NULL;
+    CHECK(tc_lookup_group(cache, o, "lookup 1", "g", 1, &r) == TC_ERR_TOOLCHAIN);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(tc_result_status(r) == TC_ERR_TOOLCHAIN);
+        CHECK_CONTAINS(tc_result_diagnostics(r), "/nonexistent/bin/ptxas");
+    }
+    tc_result_free(r);
+    /* a miss is still NULL */
+    tc_options_free(o);
+    o = options(1);
+    r = (tc_result *)1;
+    CHECK(tc_lookup_group(cache, o, "lookup 1", "g", 1, &r) == TC_ERR_NOT_FOUND);
+    CHECK(r == NULL);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
+/* ---- 9. manifests belong to the unit tier ------------------------------------------- */
+
+static void test_manifests_follow_the_unit_tier(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *on = options(2), *off = options(2);
+    tc_options_set_tier(off, TC_TIER_UNIT, 0);
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    tc_host host = {"tier 1", toy_codegen, &t, 0, "group", 5};
+    tc_result *r = NULL;
+    /* with the unit tier off, no task record and no manifest is written */
+    CHECK(tc_build_tasks(cache, off, &host, tasks, 4, &r) == TC_OK);
+    tc_result_free(r);
+    tc_stats s;
+    CHECK(tc_cache_stats(cache, &s, NULL) == TC_OK);
+    CHECK(s.task_records == 0 && s.group_records == 0);
+    /* nor read */
+    CHECK(tc_build_tasks(cache, on, &host, tasks, 4, &r) == TC_OK);
+    tc_result_free(r);
+    r = NULL;
+    CHECK(tc_lookup_group(cache, on, "tier 1", "group", 5, &r) == TC_OK);
+    tc_result_free(r);
+    r = NULL;
+    CHECK(tc_lookup_group(cache, off, "tier 1", "group", 5, &r) == TC_ERR_NOT_FOUND);
+    CHECK(r == NULL);
+    tc_options_free(on);
+    tc_options_free(off);
+    tc_cache_close(cache);
+}
+
+/* An empty group key is a key like any other. */
+static void test_empty_group_key(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    tc_host host = {"empty 1", toy_codegen, &t, 0, "", 0};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
+    tc_result_free(r);
+    r = NULL;
+    CHECK(tc_lookup_group(cache, o, "empty 1", "", 0, &r) == TC_OK);
+    tc_result_free(r);
+    r = NULL;
+    CHECK(tc_lookup_group(cache, o, "empty 1", NULL, 0, &r) == TC_OK);
+    tc_result_free(r);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -336,5 +420,8 @@ int main(void)
     run("same key bytes, different names", test_same_key_bytes_different_names);
     run("name is part of the key", test_name_is_part_of_the_key);
     run("duplicate task", test_duplicate_task_is_an_error);
+    run("lookup error has diagnostics", test_lookup_error_has_diagnostics);
+    run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
+    run("empty group key", test_empty_group_key);
     return check_report("test_tasks");
 }
