@@ -427,7 +427,11 @@ typedef struct tc_host {
  * module with the same ordered task keys is served from its record, after
  * every task record it names has been found and verified; if any is
  * missing, that task is generated and compiled again: never an error and
- * never a partial module. Thread-safe. */
+ * never a partial module. Likewise, when the link fails and some tasks came
+ * from the cache (a record stale because the host's key left something
+ * out, say), those tasks are generated again, once, and the link retried
+ * before the build fails; the diagnostics then say so in a note.
+ * Thread-safe. */
 TC_API tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const tc_host *host,
                                 const tc_task *tasks, size_t ntasks, tc_result **out);
 

@@ -229,12 +229,15 @@ static void *worker(void *arg)
     }
 }
 
+/* Generates and compiles todo[j->next, ntodo): the misses, or later the
+ * cached tasks being regenerated. */
 static tc_status run_misses(job *j)
 {
     tc_build_ctx *b = j->b;
-    if (j->ntodo)
+    size_t from = j->next, count = j->ntodo - j->next;
+    if (count)
         tc_linker_prewarm(&b->linker, b->o->arch); /* the linker's first use, meanwhile */
-    size_t nthreads = (size_t)b->o->jobs < j->ntodo ? (size_t)b->o->jobs : j->ntodo;
+    size_t nthreads = (size_t)b->o->jobs < count ? (size_t)b->o->jobs : count;
     pthread_t *threads = calloc(nthreads ? nthreads : 1, sizeof *threads);
     size_t started = 0;
     double t = tc_build_now();
@@ -247,12 +250,12 @@ static tc_status run_misses(job *j)
     for (size_t i = 0; i < started; i++)
         pthread_join(threads[i], NULL);
     free(threads);
-    b->r->report.seconds_compile = tc_build_now() - t;
+    b->r->report.seconds_compile += tc_build_now() - t;
     b->r->report.units_compiled = (uint32_t)j->ntodo;
     b->r->report.codegen_calls = (uint32_t)j->ntodo;
-    b->delta.v[TC_C_CODEGEN] += j->ntodo;
+    b->delta.v[TC_C_CODEGEN] += count;
     tc_status st = TC_OK;
-    for (size_t k = 0; k < j->ntodo; k++) {
+    for (size_t k = from; k < j->ntodo; k++) {
         slot *s = &j->slots[j->todo[k]];
         if (s->gen.error) {
             tc_sb_printf(&b->r->diag, "%s: error: codegen: %s\n", s->name, s->gen.error);
@@ -432,6 +435,44 @@ static int job_init(job *j, tc_build_ctx *b, size_t n)
 
 /* ---- tc_build_tasks --------------------------------------------------------------- */
 
+/* The link failed and some tasks came from the cache. A record is never
+ * wrong for its key, but a host key can leave out something the task's
+ * code depends on (a symbol another task defines, say), and a missing or
+ * stale record must never be an error: generate the cached tasks again,
+ * once, and link again. The first link's messages are dropped either way:
+ * what is reported is the link of what was built last. */
+static tc_status regenerate_cached(job *j, size_t diag_mark)
+{
+    tc_build_ctx *b = j->b;
+    size_t first = j->ntodo;
+    for (size_t i = 0; i < j->n; i++) {
+        slot *s = &j->slots[i];
+        if (!s->hit)
+            continue;
+        reset_slot_payload(s);
+        s->hit = 0;
+        j->todo[j->ntodo++] = i;
+    }
+    size_t count = j->ntodo - first;
+    if (!count)
+        return TC_ERR_LINK;
+    if (b->r->diag.data) {
+        b->r->diag.len = diag_mark;
+        b->r->diag.data[diag_mark] = '\0';
+    }
+    b->r->report.unit_hits -= (uint32_t)count;
+    tc_status st = run_misses(j);
+    free(b->r->image);
+    b->r->image = NULL;
+    b->r->image_len = 0;
+    if (st == TC_OK && (st = link_tasks(j)) == TC_OK)
+        tc_sb_printf(&b->r->diag,
+                     "%s: note: the %zu cached task%s did not link with the others; "
+                     "regenerated %s\n",
+                     b->name, count, count == 1 ? "" : "s", count == 1 ? "it" : "them");
+    return st;
+}
+
 /* A task is its name and its key bytes. Hosts name the kernels they emit
  * after their tasks, so the name is part of the key: a record is never
  * served to a task of another name. Length-prefixed, so no two (name,
@@ -554,7 +595,10 @@ static tc_status build_tasks(job *j, const tc_host *host)
         if (!b->scratch && !(b->scratch = tc_make_temp_dir("taskcache")))
             return tc_build_fail(b, TC_ERR_IO, "cannot create a temporary directory: %s",
                                  strerror(errno));
-        if ((st = link_tasks(j)) != TC_OK)
+        size_t mark = b->r->diag.len;
+        if ((st = link_tasks(j)) == TC_ERR_LINK && host->codegen)
+            st = regenerate_cached(j, mark);
+        if (st != TC_OK)
             return st;
     }
     if (b->store) {

@@ -394,6 +394,118 @@ static void test_empty_group_key(const char *dir)
     tc_cache_close(cache);
 }
 
+/* ---- 6. cached tasks that no longer link ------------------------------------------- */
+
+/* Task "def" defines sym_<v> (v = 0: nothing); task "use" reads it. The key
+ * of "use" leaves v out, as an incomplete host key would: its record goes
+ * stale when v changes. */
+typedef struct linked_host {
+    unsigned v;
+    int calls[2];
+} linked_host;
+
+static void linked_codegen(void *user, size_t index, const tc_task *task, tc_codegen *out)
+{
+    linked_host *h = user;
+    (void)task;
+    h->calls[index]++;
+    char sym[32], decl[96], ptx[1024];
+    snprintf(sym, sizeof sym, "sym_%u", h->v);
+    if (index == 0 && !h->v)
+        decl[0] = '\0';
+    else if (index == 0)
+        snprintf(decl, sizeof decl, ".visible .global .align 4 .u32 %s;\n", sym);
+    else
+        snprintf(decl, sizeof decl, ".extern .global .align 4 .u32 %s;\n", sym);
+    snprintf(ptx, sizeof ptx,
+             ".version 8.0\n.target sm_90\n.address_size 64\n%s"
+             ".visible .entry %s(.param .u64 out)\n{\n"
+             " .reg .b32 %%r<3>;\n .reg .b64 %%rd<3>;\n ld.param.u64 %%rd1, [out];\n"
+             " %s\n st.global.u32 [%%rd1], %%r1;\n ret;\n}\n",
+             decl, index ? "use" : "def",
+             index == 0 && !h->v ? "mov.u32 %r1, 7;" : "ld.global.u32 %r1, [sym_X];");
+    /* the load names the symbol */
+    char *x = strstr(ptx, "sym_X");
+    if (x) {
+        char tail[1024];
+        snprintf(tail, sizeof tail, "%s%s", sym, x + 5);
+        snprintf(x, sizeof ptx - (size_t)(x - ptx), "%s", tail);
+    }
+    tc_codegen_set_ptx(out, ptx, strlen(ptx));
+}
+
+static tc_status linked_build(tc_cache *cache, const tc_options *o, linked_host *h,
+                              const char *group, tc_result **r)
+{
+    char defkey[32];
+    snprintf(defkey, sizeof defkey, "def v%u", h->v);
+    tc_task tasks[2] = {{"def", defkey, strlen(defkey)}, {"use", "use", 3}};
+    tc_host host = {"linked 1", linked_codegen, h, 0, group, strlen(group)};
+    *r = NULL;
+    return tc_build_tasks(cache, o, &host, tasks, 2, r);
+}
+
+static void test_stale_cached_task_is_regenerated(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    linked_host h = {1, {0, 0}};
+    tc_result *r;
+    CHECK(linked_build(cache, o, &h, "g1", &r) == TC_OK);
+    tc_result_free(r);
+    /* def changes what it defines; the cached use still refers to sym_1 */
+    linked_host h2 = {2, {0, 0}};
+    tc_status st = linked_build(cache, o, &h2, "g2", &r);
+    CHECK(st == TC_OK);
+    if (st != TC_OK && r)
+        fprintf(stderr, "%s", tc_result_diagnostics(r));
+    CHECK(h2.calls[0] == 1 && h2.calls[1] == 1);
+    tc_task_info use;
+    CHECK(r && tc_result_task(r, 1, &use) == TC_OK && use.codegen_ran && !use.cached);
+    CHECK(r && strstr(tc_result_diagnostics(r), "regenerated") != NULL);
+    /* the same image as a cold build of this program */
+    char *fresh_dir = tc_make_temp_dir("tc-test-tasks-fresh");
+    tc_cache *fresh = open_cache(fresh_dir);
+    linked_host h3 = {2, {0, 0}};
+    tc_result *cold;
+    CHECK(linked_build(fresh, o, &h3, "g2", &cold) == TC_OK);
+    size_t n1 = 0, n2 = 0;
+    const void *a = r ? tc_result_image(r, &n1) : NULL, *b = tc_result_image(cold, &n2);
+    CHECK(a && b && n1 == n2 && !memcmp(a, b, n1));
+    tc_result_free(cold);
+    tc_cache_close(fresh);
+    tc_remove_tree(fresh_dir);
+    free(fresh_dir);
+    tc_result_free(r);
+    /* the regenerated record replaced the stale one: next time, no codegen */
+    linked_host h4 = {2, {0, 0}};
+    CHECK(linked_build(cache, o, &h4, "g2", &r) == TC_OK);
+    CHECK(h4.calls[0] == 0 && h4.calls[1] == 0);
+    tc_result_free(r);
+    /* the first manifest names records that no longer link: a miss for a
+     * lookup that has to link them, not an error */
+    tc_options *nomodule = options(2);
+    tc_options_set_tier(nomodule, TC_TIER_MODULE, 0);
+    r = (tc_result *)1;
+    CHECK(tc_lookup_group(cache, nomodule, "linked 1", "g1", 2, &r) == TC_ERR_NOT_FOUND);
+    CHECK(r == NULL);
+    tc_options_free(nomodule);
+    /* a program that really does not link fails after one regeneration */
+    linked_host h5 = {0, {0, 0}};
+    tc_stats before, after;
+    tc_cache_stats(cache, &before, NULL);
+    st = linked_build(cache, o, &h5, "g3", &r);
+    CHECK(st == TC_ERR_LINK);
+    CHECK(h5.calls[0] == 1 && h5.calls[1] == 1);
+    CHECK(r && strstr(tc_result_diagnostics(r), "sym_0") != NULL);
+    tc_cache_stats(cache, &after, NULL);
+    CHECK(after.task_records == before.task_records &&
+          after.group_records == before.group_records);
+    tc_result_free(r);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -423,5 +535,6 @@ int main(void)
     run("lookup error has diagnostics", test_lookup_error_has_diagnostics);
     run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
     run("empty group key", test_empty_group_key);
+    run("stale cached task", test_stale_cached_task_is_regenerated);
     return check_report("test_tasks");
 }
