@@ -408,7 +408,12 @@ typedef struct tc_host {
     const char *version;       /* the host's own version/ABI string: part of every key */
     tc_codegen_fn codegen;
     void *user;                /* passed to codegen */
-    int serialize_codegen;     /* 1: never run two codegen calls at once */
+    /* 1: never run two codegen calls of this host at once, across every
+     * tc_build_tasks of the process (a host is its codegen and user pair:
+     * threads sharing them take turns). A build started from inside a
+     * codegen call, on that call's thread, with the same host runs while
+     * that call waits for it; its own codegen calls take turns. */
+    int serialize_codegen;
     /* Optional group manifest: a key the host computed for the whole group
      * of tasks before running its front end (a hash of the source, say);
      * like a task key, it must cover everything the front end's output

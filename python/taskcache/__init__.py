@@ -32,6 +32,7 @@ import os
 import pathlib
 import threading
 import traceback
+import weakref
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
@@ -474,6 +475,55 @@ def _finish(status: int, handle) -> Result:
     return res
 
 
+# ---- serialized codegen -------------------------------------------------------------------
+
+class _HostTurn:
+    """serialize=True: one codegen call at a time for one host, across
+    every build of the process. Remembers which thread holds it, so that a
+    forked child can drop the turns of threads it does not have."""
+    __slots__ = ("lock", "owner", "__weakref__")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.owner = None
+
+    def acquire(self):
+        self.lock.acquire()
+        self.owner = threading.get_ident()
+
+    def release(self):
+        self.owner = None
+        self.lock.release()
+
+
+# A host is its codegen callable: a function (or callable object), or for
+# a bound method its object and function (each attribute access makes a
+# new bound method object).
+_turns_lock = threading.Lock()
+_turns = weakref.WeakKeyDictionary()   # host object -> {function: _HostTurn}
+_turns_strong = {}                     # hosts that cannot be weakly referenced
+_all_turns = weakref.WeakSet()
+# Per thread: the turns held by the codegen calls running on this thread
+# (a build started from inside codegen is nested in them).
+_held = threading.local()
+
+
+def _host_turn(codegen) -> _HostTurn:
+    owner = getattr(codegen, "__self__", None)
+    func = getattr(codegen, "__func__", codegen)
+    obj = owner if owner is not None else func
+    with _turns_lock:
+        try:
+            table = _turns.setdefault(obj, {})
+        except TypeError:  # not weakly referenceable, or not hashable
+            table = _turns_strong.setdefault(id(obj), (obj, {}))[1]
+        turn = table.get(func)
+        if turn is None:
+            turn = table[func] = _HostTurn()
+            _all_turns.add(turn)
+        return turn
+
+
 # ---- the cache ----------------------------------------------------------------------------
 
 class Cache:
@@ -576,9 +626,15 @@ class Cache:
                     options: Optional[Options] = None, *, version: str,
                     group_key: Optional[bytes] = None, serialize: bool = False) -> Result:
         """Builds a module from keyed tasks. codegen(index, task) runs only
-        for tasks the cache lacks, on worker threads (one at a time with
-        serialize=True) and returns the task's PTX, or (PTX, metadata
-        bytes). An exception in codegen fails the build with its message."""
+        for tasks the cache lacks, on worker threads, and returns the
+        task's PTX, or (PTX, metadata bytes). An exception in codegen fails
+        the build with its message.
+
+        serialize=True: one call of this codegen at a time, across every
+        build of the process (threads sharing one codegen take turns; for
+        a bound method, its object and function are the host). codegen may
+        build with the same codegen from inside; those calls run while the
+        enclosing one waits for them."""
         lib = _L()
         tasks = list(tasks)
         ctasks = (_Task * len(tasks))()
@@ -593,9 +649,29 @@ class Cache:
             ctasks[i].key = ctypes.cast(kbuf, ctypes.c_void_p)
             ctasks[i].key_size = len(key)
 
+        # serialize=True takes the host's turn across calls; a build nested in
+        # a codegen call of the same host runs while that call waits for it,
+        # so it must not wait for the turn (its calls still take turns, the
+        # library serializes each call's codegen)
+        turn = _host_turn(codegen) if serialize else None
+        enclosing = getattr(_held, "turns", ())
+
+        def call_codegen(index):
+            take = turn is not None and turn not in enclosing
+            if take:
+                turn.acquire()
+            before = getattr(_held, "turns", ())  # codegen may run on the calling thread
+            _held.turns = enclosing + ((turn,) if turn is not None else ())
+            try:
+                return codegen(index, tasks[index])
+            finally:
+                _held.turns = before
+                if take:
+                    turn.release()
+
         def trampoline(_user, index, _task, out):
             try:
-                produced = codegen(index, tasks[index])
+                produced = call_codegen(index)
                 meta = None
                 if isinstance(produced, tuple):
                     produced, meta = produced

@@ -15,6 +15,7 @@
 #include "../util/fs.h"
 #include "build.h"
 #include "payload.h"
+#include "serial.h"
 
 struct tc_codegen {
     tc_sb ptx;
@@ -54,7 +55,8 @@ typedef struct slot {
     size_t nentries;
 } slot;
 
-typedef struct job {
+typedef struct job job;
+struct job {
     tc_build_ctx *b;
     const tc_host *host;
     const tc_task *tasks;
@@ -62,9 +64,15 @@ typedef struct job {
     size_t n;
     size_t *todo, ntodo, next;
     pthread_mutex_t lock, codegen_lock;
+    tc_serial *serial;   /* serialize_codegen: the host's turn, across calls */
+    const job *parent;   /* the build whose codegen called this one, if any */
     int inited;
     tc_digest module_key;
-} job;
+};
+
+/* The build whose codegen the current thread is running, if any: a build
+ * started from inside codegen is nested in it. */
+static _Thread_local const job *in_codegen;
 
 static void slot_free(slot *s)
 {
@@ -173,15 +181,49 @@ static int task_entries(slot *s, tc_sb *diag)
     return rc;
 }
 
+/* A codegen call of the host is running in an enclosing build, suspended
+ * until this one returns. */
+static int nested_in_host(const job *j)
+{
+    for (const job *p = j->parent; p; p = p->parent)
+        if (p->serial == j->serial)
+            return 1;
+    return 0;
+}
+
+/* Serialized codegen runs one call at a time per host across every build
+ * of the process. A build started from inside a codegen call of the same
+ * host cannot wait for that call (it waits for the build): its calls take
+ * turns among themselves while the enclosing call is suspended. */
+static void run_codegen(job *j, size_t i, slot *s)
+{
+    tc_serial *host_turn = NULL;
+    pthread_mutex_t *call_turn = NULL;
+    if (j->host->serialize_codegen) {
+        if (j->serial && !nested_in_host(j))
+            host_turn = j->serial;
+        else
+            call_turn = &j->codegen_lock; /* nested, or no memory for the registry */
+    }
+    if (host_turn)
+        tc_serial_lock(host_turn);
+    else if (call_turn)
+        pthread_mutex_lock(call_turn);
+    const job *outer = in_codegen;
+    in_codegen = j;
+    j->host->codegen(j->host->user, i, &j->tasks[i], &s->gen);
+    in_codegen = outer;
+    if (host_turn)
+        tc_serial_unlock(host_turn);
+    else if (call_turn)
+        pthread_mutex_unlock(call_turn);
+}
+
 static void generate_and_compile(job *j, size_t i)
 {
     tc_build_ctx *b = j->b;
     slot *s = &j->slots[i];
-    if (j->host->serialize_codegen)
-        pthread_mutex_lock(&j->codegen_lock);
-    j->host->codegen(j->host->user, i, &j->tasks[i], &s->gen);
-    if (j->host->serialize_codegen)
-        pthread_mutex_unlock(&j->codegen_lock);
+    run_codegen(j, i, s);
     s->codegen_ran = 1;
     if (s->gen.error || !s->gen.ptx.len || s->gen.ptx.oom) {
         if (!s->gen.error)
@@ -416,6 +458,7 @@ static void job_free(job *j)
         slot_free(&j->slots[i]);
     free(j->slots);
     free(j->todo);
+    tc_serial_release(j->serial);
     pthread_mutex_destroy(&j->lock);
     pthread_mutex_destroy(&j->codegen_lock);
 }
@@ -635,6 +678,9 @@ tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const tc_host 
     tc_status st = job_init(&j, &b, ntasks) == 0 ? TC_OK : TC_ERR_NOMEM;
     j.host = host;
     j.tasks = tasks;
+    j.parent = in_codegen;
+    if (host->serialize_codegen && host->codegen)
+        j.serial = tc_serial_acquire(host->codegen, host->user);
     if (st == TC_OK)
         st = build_tasks(&j, host);
     job_free(&j);

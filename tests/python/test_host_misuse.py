@@ -3,6 +3,7 @@ cache while builds run, colliding task keys, threads sharing one serialized
 codegen, forks, Ctrl-C, odd names and keys."""
 
 import threading
+import time
 
 import pytest
 
@@ -159,3 +160,54 @@ def test_nul_in_names_and_versions_is_refused(tmp_path):
         with pytest.raises(ValueError, match="NUL"):
             cache.lookup_group(b"g", OPTS, version="x\0two")
         assert host.calls == 0
+
+
+# ---- serialized codegen across calls ----------------------------------------------------------
+
+class CountingHost:
+    """One codegen shared by every thread; counts without a lock."""
+
+    def __init__(self, cache, nest=False):
+        self.cache, self.nest = cache, nest
+        self.active = self.peak = self.calls = 0
+        self.guard = threading.Lock()
+
+    def codegen(self, index, task):
+        with self.guard:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        calls = self.calls
+        time.sleep(0.005)  # the window a lost update needs
+        self.calls = calls + 1
+        with self.guard:
+            self.active -= 1
+        if self.nest and index == 0 and "_in" not in task.name:
+            inner = [tc.Task(f"{task.name}_in{i}", f"{task.name}_in{i}") for i in range(2)]
+            self.cache.build_tasks(inner, self.codegen, tc.Options(arch="sm_90", jobs=2),
+                                   version="serial py", serialize=True)
+        return task_ptx(task.name, index)
+
+
+def _build_in_threads(cache, host, nthreads):
+    def build(t):
+        tasks = [tc.Task(f"t{t}_k{i}", f"t{t}_k{i}") for i in range(3)]
+        return cache.build_tasks(tasks, host.codegen, tc.Options(arch="sm_90", jobs=3),
+                                 version="serial py", serialize=True)
+    runs = [_in_thread(lambda t=t: build(t)) for t in range(nthreads)]
+    for th, out in runs:
+        th.join(300)
+        assert "error" not in out, out.get("error")
+
+
+def test_serialize_holds_across_calls(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = CountingHost(cache)
+        _build_in_threads(cache, host, 6)
+        assert host.peak == 1 and host.calls == 18
+
+
+def test_serialize_with_a_nested_build_of_the_same_host(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = CountingHost(cache, nest=True)
+        _build_in_threads(cache, host, 2)
+        assert host.peak == 1 and host.calls == 2 * 3 + 2 * 2

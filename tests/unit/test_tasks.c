@@ -506,6 +506,122 @@ static void test_stale_cached_task_is_regenerated(const char *dir)
     tc_cache_close(cache);
 }
 
+/* ---- 5. serialized codegen, across calls ------------------------------------------- */
+
+/* One host shared by threads, each building its own tasks: with
+ * serialize_codegen, at most one codegen call runs at a time in the whole
+ * process, and the host's plain counter loses no update. */
+typedef struct shared_host {
+    int active, peak;       /* atomics */
+    int calls;              /* deliberately not atomic */
+    int nested;             /* codegen of task 0 of "outer" builds nests a build */
+    tc_cache *cache;
+} shared_host;
+
+static void shared_codegen(void *user, size_t index, const tc_task *task, tc_codegen *out);
+
+static void nested_build(shared_host *h, const char *name)
+{
+    tc_options *o = options(2);
+    char key[64];
+    snprintf(key, sizeof key, "nested:%s", name);
+    char inner[2][64];
+    tc_task tasks[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(inner[i], sizeof inner[i], "%s_in%d", name, i);
+        tasks[i].name = inner[i];
+        tasks[i].key = inner[i];
+        tasks[i].key_size = strlen(inner[i]);
+    }
+    tc_host host = {"serial 1", shared_codegen, h, 1, NULL, 0};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(h->cache, o, &host, tasks, 2, &r) == TC_OK);
+    tc_result_free(r);
+    tc_options_free(o);
+}
+
+static void shared_codegen(void *user, size_t index, const tc_task *task, tc_codegen *out)
+{
+    shared_host *h = user;
+    int now = __atomic_add_fetch(&h->active, 1, __ATOMIC_SEQ_CST);
+    int peak = __atomic_load_n(&h->peak, __ATOMIC_SEQ_CST);
+    while (now > peak && !__atomic_compare_exchange_n(&h->peak, &peak, now, 0, __ATOMIC_SEQ_CST,
+                                                      __ATOMIC_SEQ_CST))
+        ;
+    int c = h->calls;
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* widen the window a lost update needs */
+    h->calls = c + 1;
+    __atomic_sub_fetch(&h->active, 1, __ATOMIC_SEQ_CST);
+    /* a codegen may build with the same host from inside (nested tasks run
+     * while this call waits for them: they must not wait for it) */
+    if (h->nested && index == 0 && !strstr(task->name, "_in"))
+        nested_build(h, task->name);
+    char ptx[1024];
+    task_ptx(ptx, sizeof ptx, task->name, (unsigned)index);
+    tc_codegen_set_ptx(out, ptx, strlen(ptx));
+}
+
+typedef struct serial_args {
+    shared_host *h;
+    int thread;
+} serial_args;
+
+static void *serial_thread(void *arg)
+{
+    serial_args *a = arg;
+    tc_options *o = options(3);
+    char names[3][32];
+    tc_task tasks[3];
+    for (int i = 0; i < 3; i++) {
+        snprintf(names[i], sizeof names[i], "t%d_k%d", a->thread, i);
+        tasks[i].name = names[i];
+        tasks[i].key = names[i];
+        tasks[i].key_size = strlen(names[i]);
+    }
+    tc_host host = {"serial 1", shared_codegen, a->h, 1, NULL, 0};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(a->h->cache, o, &host, tasks, 3, &r) == TC_OK);
+    tc_result_free(r);
+    tc_options_free(o);
+    return NULL;
+}
+
+static void run_serial(shared_host *h, int nthreads)
+{
+    pthread_t th[8];
+    serial_args a[8];
+    for (int i = 0; i < nthreads; i++) {
+        a[i].h = h;
+        a[i].thread = i;
+        pthread_create(&th[i], NULL, serial_thread, &a[i]);
+    }
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+}
+
+static void test_serialized_codegen_across_calls(const char *dir)
+{
+    shared_host h = {0, 0, 0, 0, open_cache(dir)};
+    run_serial(&h, 6);
+    CHECK(h.peak == 1);
+    CHECK(h.calls == 18);
+    tc_cache_close(h.cache);
+}
+
+/* A codegen that builds with its own serialized host from inside does not
+ * deadlock: alarm() turns a hang into a failure. */
+static void test_serialized_codegen_nested(const char *dir)
+{
+    shared_host h = {0, 0, 0, 1, open_cache(dir)};
+    alarm(120);
+    run_serial(&h, 2);
+    alarm(0);
+    CHECK(h.peak == 1);
+    CHECK(h.calls == 2 * 3 + 2 * 2);
+    tc_cache_close(h.cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -536,5 +652,7 @@ int main(void)
     run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
     run("empty group key", test_empty_group_key);
     run("stale cached task", test_stale_cached_task_is_regenerated);
+    run("serialized codegen across calls", test_serialized_codegen_across_calls);
+    run("serialized codegen, nested build", test_serialized_codegen_nested);
     return check_report("test_tasks");
 }
