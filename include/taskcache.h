@@ -42,6 +42,7 @@
 #ifndef TASKCACHE_H
 #define TASKCACHE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,7 +76,8 @@ typedef enum tc_status {
     TC_ERR_IO = 6,         /* reading an input or writing an output failed */
     TC_ERR_NOMEM = 7,
     TC_ERR_DRIVER = 8,     /* no usable CUDA driver or device, or a driver call failed */
-    TC_ERR_NOT_FOUND = 9   /* no kernel or global of that name */
+    TC_ERR_NOT_FOUND = 9,  /* no kernel or global of that name */
+    TC_ERR_CANCELLED = 10  /* the host cancelled the build (tc_codegen_cancel, tc_host.cancel) */
 } tc_status;
 
 /* Short name of a status ("TC_ERR_PARSE"); never NULL. */
@@ -252,6 +254,15 @@ typedef enum tc_unit_code {
 } tc_unit_code;
 TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
 
+/* A flag the host raises (sets nonzero) to cancel the builds made with
+ * these options, from any thread or from a signal handler; it must
+ * outlive them. tc_build_tasks checks it before it starts, before each
+ * codegen call and each compile, and before it links: once raised, no
+ * further codegen or compile starts, those running finish, and the build
+ * returns TC_ERR_CANCELLED, having stored nothing. tc_build and tc_explain
+ * check it before they start compiling. NULL (the default): none. */
+TC_API tc_status tc_options_set_cancel(tc_options *opts, const volatile sig_atomic_t *flag);
+
 /* Turns splitting off: the module is compiled whole (debugging aid). */
 TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 
@@ -403,6 +414,10 @@ TC_API void tc_codegen_set_ptx(tc_codegen *out, const void *ptx, size_t size);
 TC_API void tc_codegen_set_metadata(tc_codegen *out, const void *data, size_t size);
 /* Reports that codegen failed: the build fails with this message. */
 TC_API void tc_codegen_fail(tc_codegen *out, const char *message);
+/* Reports that the host wants the build to stop (the user pressed Ctrl-C,
+ * say): as if the options' cancel flag were raised (tc_options_set_cancel).
+ * The output of this call, if any, is ignored. */
+TC_API void tc_codegen_cancel(tc_codegen *out);
 
 typedef struct tc_host {
     const char *version;       /* the host's own version/ABI string: part of every key */

@@ -45,8 +45,9 @@ __all__ = [
 
 _STATUS = {0: "TC_OK", 1: "TC_ERR_INVALID", 2: "TC_ERR_PARSE", 3: "TC_ERR_COMPILE",
            4: "TC_ERR_LINK", 5: "TC_ERR_TOOLCHAIN", 6: "TC_ERR_IO", 7: "TC_ERR_NOMEM",
-           8: "TC_ERR_DRIVER", 9: "TC_ERR_NOT_FOUND"}
+           8: "TC_ERR_DRIVER", 9: "TC_ERR_NOT_FOUND", 10: "TC_ERR_CANCELLED"}
 TC_ERR_NOT_FOUND = 9
+TC_ERR_CANCELLED = 10
 
 
 def _find_library():
@@ -178,6 +179,7 @@ def _L():
             "tc_options_set_unit_cost": (ctypes.c_int, [P, ctypes.c_uint]),
             "tc_options_set_compiler": (ctypes.c_int, [P, ctypes.c_int]),
             "tc_options_set_unit_code": (ctypes.c_int, [P, ctypes.c_int]),
+            "tc_options_set_cancel": (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_int)]),
             "tc_have_inprocess_compiler": (ctypes.c_int, []),
             "tc_build": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                         ctypes.POINTER(P)]),
@@ -190,6 +192,7 @@ def _L():
             "tc_codegen_set_ptx": (None, [P, ctypes.c_char_p, ctypes.c_size_t]),
             "tc_codegen_set_metadata": (None, [P, ctypes.c_char_p, ctypes.c_size_t]),
             "tc_codegen_fail": (None, [P, ctypes.c_char_p]),
+            "tc_codegen_cancel": (None, [P]),
             "tc_result_free": (None, [P]),
             "tc_result_status": (ctypes.c_int, [P]),
             "tc_result_image": (P, [P, ctypes.POINTER(ctypes.c_size_t)]),
@@ -524,6 +527,39 @@ def _host_turn(codegen) -> _HostTurn:
         return turn
 
 
+def _interruptible(call, cancel):
+    """Python delivers signals to the main thread only, and only between
+    bytecodes: a build called from there runs on a helper thread while the
+    main thread waits, so that Ctrl-C raises KeyboardInterrupt at once. The
+    build is then cancelled (cancel is its flag: nothing new starts) and
+    waited for, since it uses memory owned by the caller; further Ctrl-C
+    meanwhile are absorbed. Then the KeyboardInterrupt propagates."""
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    box = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as e:  # re-raised on the caller's thread
+            box["error"] = e
+    t = threading.Thread(target=run, name="taskcache build", daemon=True)
+    t.start()
+    try:
+        t.join()
+    except BaseException:
+        cancel.value = 1
+        while t.is_alive():
+            try:
+                t.join()
+            except KeyboardInterrupt:
+                pass
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 # ---- the cache ----------------------------------------------------------------------------
 
 class Cache:
@@ -630,6 +666,11 @@ class Cache:
         task's PTX, or (PTX, metadata bytes). An exception in codegen fails
         the build with its message.
 
+        Ctrl-C (KeyboardInterrupt), or KeyboardInterrupt or SystemExit
+        raised by codegen, cancels the build: no further codegen call or
+        compile starts, those running finish, nothing is stored, and the
+        exception propagates.
+
         serialize=True: one call of this codegen at a time, across every
         build of the process (threads sharing one codegen take turns; for
         a bound method, its object and function are the host). codegen may
@@ -669,20 +710,26 @@ class Cache:
                 if take:
                     turn.release()
 
+        cancel = ctypes.c_int(0)  # the build's cancel flag (a sig_atomic_t)
+        interrupted = []          # KeyboardInterrupt, SystemExit... raised in codegen
+
         def trampoline(_user, index, _task, out):
             try:
                 produced = call_codegen(index)
                 meta = None
                 if isinstance(produced, tuple):
                     produced, meta = produced
-                ptx = _b(produced)
+                ptx = _b(produced, "codegen's PTX")
                 lib.tc_codegen_set_ptx(out, ptx, len(ptx))
                 if meta is not None:
-                    meta = _b(meta)
+                    meta = _b(meta, "codegen's metadata")
                     lib.tc_codegen_set_metadata(out, meta, len(meta))
-            except BaseException as e:  # reported through the library, never lost
+            except Exception as e:  # reported through the library, never lost
                 msg = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
                 lib.tc_codegen_fail(out, msg.encode(errors="replace"))
+            except BaseException as e:  # the host wants out: stop, and re-raise it
+                interrupted.append(e)
+                lib.tc_codegen_cancel(out)
 
         cb = _CODEGEN(trampoline)
         # b"" is a key like any other; only None means no manifest
@@ -692,11 +739,20 @@ class Cache:
                      ctypes.cast(gkbuf, ctypes.c_void_p) if gkbuf is not None else None,
                      len(gk) if gk is not None else 0)
         opts = (options or Options())._handle()
+        lib.tc_options_set_cancel(opts, ctypes.byref(cancel))
         out = ctypes.c_void_p()
-        try:
+
+        def call():
             with self._use() as h:
-                status = lib.tc_build_tasks(h, opts, ctypes.byref(host), ctasks, len(tasks),
-                                            ctypes.byref(out))
+                return lib.tc_build_tasks(h, opts, ctypes.byref(host), ctasks, len(tasks),
+                                          ctypes.byref(out))
+        try:
+            status = _interruptible(call, cancel)
+            if interrupted:
+                raise interrupted[0]
+        except BaseException:
+            lib.tc_result_free(out.value)  # the build has returned: nothing uses it
+            raise
         finally:
             lib.tc_options_free(opts)
         return _finish(status, out.value)

@@ -36,6 +36,7 @@ const char *tc_status_name(tc_status s)
     case TC_ERR_NOMEM: return "TC_ERR_NOMEM";
     case TC_ERR_DRIVER: return "TC_ERR_DRIVER";
     case TC_ERR_NOT_FOUND: return "TC_ERR_NOT_FOUND";
+    case TC_ERR_CANCELLED: return "TC_ERR_CANCELLED";
     }
     return "TC_ERR_UNKNOWN";
 }
@@ -183,6 +184,12 @@ tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
     if (code != TC_UNIT_CODE_RELOCATABLE && code != TC_UNIT_CODE_WHOLE_PROGRAM)
         return TC_ERR_INVALID;
     o->unit_code = code;
+    return TC_OK;
+}
+
+tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
+{
+    o->cancel = flag;
     return TC_OK;
 }
 

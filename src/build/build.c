@@ -421,6 +421,8 @@ static tc_status run(tc_build_ctx *b)
     }
     if (!b->explain && b->store && b->o->module_tier)
         b->delta.v[TC_C_MODULE_MISSES]++;
+    if (tc_options_cancelled(b->o)) /* before the expensive part */
+        return tc_build_fail(b, TC_ERR_CANCELLED, "the host cancelled the build");
     if (!b->explain && b->o->split) /* a link is likely: the linker's first use, meanwhile */
         tc_linker_prewarm(&b->linker, b->o->arch);
     tc_ptx_error perr;
@@ -475,7 +477,7 @@ tc_result *tc_build_finish(tc_build_ctx *b, tc_status st)
         free(r->image);
         r->image = NULL;
         r->image_len = 0;
-        if (!b->explain && !b->lookup)
+        if (!b->explain && !b->lookup && st != TC_ERR_CANCELLED) /* cancelling is no error */
             b->delta.v[TC_C_COMPILE_ERRORS]++;
     }
     if (b->store && tc_store_warning(b->store))

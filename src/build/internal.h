@@ -4,6 +4,7 @@
 #define TC_BUILD_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 
 #include "../../include/taskcache.h"
 #include "../ptx/module.h"
@@ -20,7 +21,14 @@ struct tc_options {
     unsigned unit_cost;
     tc_compiler compiler;
     tc_unit_code unit_code;
+    const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
 };
+
+/* The options' cancel flag is raised. */
+static inline int tc_options_cancelled(const tc_options *o)
+{
+    return o->cancel && *o->cancel;
+}
 
 struct tc_cache {
     char *dir;

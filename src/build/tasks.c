@@ -22,6 +22,7 @@ struct tc_codegen {
     tc_sb meta;
     int have_meta;
     char *error;
+    int cancel;     /* tc_codegen_cancel */
 };
 
 void tc_codegen_set_ptx(tc_codegen *g, const void *ptx, size_t size)
@@ -42,6 +43,8 @@ void tc_codegen_fail(tc_codegen *g, const char *message)
     free(g->error);
     g->error = strdup(message && *message ? message : "codegen failed");
 }
+
+void tc_codegen_cancel(tc_codegen *g) { g->cancel = 1; }
 
 typedef struct slot {
     char *name;
@@ -65,6 +68,7 @@ struct job {
     size_t *todo, ntodo, next;
     pthread_mutex_t lock, codegen_lock;
     tc_serial *serial;   /* serialize_codegen: the host's turn, across calls */
+    int cancelled;       /* a codegen call cancelled the build (atomic) */
     const job *parent;   /* the build whose codegen called this one, if any */
     int inited;
     tc_digest module_key;
@@ -219,12 +223,22 @@ static void run_codegen(job *j, size_t i, slot *s)
         pthread_mutex_unlock(call_turn);
 }
 
+/* The host cancelled: through a codegen call, or its flag. */
+static int cancelled(job *j)
+{
+    return __atomic_load_n(&j->cancelled, __ATOMIC_RELAXED) || tc_options_cancelled(j->b->o);
+}
+
 static void generate_and_compile(job *j, size_t i)
 {
     tc_build_ctx *b = j->b;
     slot *s = &j->slots[i];
     run_codegen(j, i, s);
     s->codegen_ran = 1;
+    if (s->gen.cancel)
+        __atomic_store_n(&j->cancelled, 1, __ATOMIC_RELAXED);
+    if (cancelled(j))
+        return; /* nothing of a cancelled build is compiled or stored */
     if (s->gen.error || !s->gen.ptx.len || s->gen.ptx.oom) {
         if (!s->gen.error)
             s->gen.error = strdup(s->gen.ptx.oom ? "out of memory" : "codegen produced no PTX");
@@ -263,7 +277,7 @@ static void *worker(void *arg)
     job *j = arg;
     for (;;) {
         pthread_mutex_lock(&j->lock);
-        size_t k = j->next < j->ntodo ? j->todo[j->next++] : (size_t)-1;
+        size_t k = j->next < j->ntodo && !cancelled(j) ? j->todo[j->next++] : (size_t)-1;
         pthread_mutex_unlock(&j->lock);
         if (k == (size_t)-1)
             return NULL;
@@ -293,6 +307,14 @@ static tc_status run_misses(job *j)
         pthread_join(threads[i], NULL);
     free(threads);
     b->r->report.seconds_compile += tc_build_now() - t;
+    if (cancelled(j)) {
+        size_t ran = 0;
+        for (size_t k = from; k < j->ntodo; k++)
+            ran += j->slots[j->todo[k]].codegen_ran;
+        b->r->report.codegen_calls += (uint32_t)ran;
+        b->delta.v[TC_C_CODEGEN] += ran;
+        return tc_build_fail(b, TC_ERR_CANCELLED, "the host cancelled the build");
+    }
     b->r->report.units_compiled = (uint32_t)j->ntodo;
     b->r->report.codegen_calls = (uint32_t)j->ntodo;
     b->delta.v[TC_C_CODEGEN] += count;
@@ -580,6 +602,8 @@ static tc_status check_distinct(job *j)
 static tc_status build_tasks(job *j, const tc_host *host)
 {
     tc_build_ctx *b = j->b;
+    if (cancelled(j))
+        return tc_build_fail(b, TC_ERR_CANCELLED, "the host cancelled the build");
     tc_status st = tc_build_prepare(b);
     if (st != TC_OK)
         return st;
@@ -638,6 +662,8 @@ static tc_status build_tasks(job *j, const tc_host *host)
         if (!b->scratch && !(b->scratch = tc_make_temp_dir("taskcache")))
             return tc_build_fail(b, TC_ERR_IO, "cannot create a temporary directory: %s",
                                  strerror(errno));
+        if (cancelled(j))
+            return tc_build_fail(b, TC_ERR_CANCELLED, "the host cancelled the build");
         size_t mark = b->r->diag.len;
         if ((st = link_tasks(j)) == TC_ERR_LINK && host->codegen)
             st = regenerate_cached(j, mark);

@@ -2,6 +2,11 @@
 cache while builds run, colliding task keys, threads sharing one serialized
 codegen, forks, Ctrl-C, odd names and keys."""
 
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -211,3 +216,71 @@ def test_serialize_with_a_nested_build_of_the_same_host(tmp_path):
         host = CountingHost(cache, nest=True)
         _build_in_threads(cache, host, 2)
         assert host.peak == 1 and host.calls == 2 * 3 + 2 * 2
+
+
+# ---- Ctrl-C ----------------------------------------------------------------------------------
+
+def test_keyboard_interrupt_in_codegen_propagates(tmp_path):
+    with tc.Cache(tmp_path / "c") as cache:
+        host = Host(range(4))
+
+        def codegen(index, task):
+            if index == 1:
+                raise KeyboardInterrupt
+            return host.codegen(index, task)
+        with pytest.raises(KeyboardInterrupt):
+            cache.build_tasks(host.tasks(), codegen, tc.Options(arch="sm_90", jobs=1),
+                              version="ctrl-c 1", group_key=b"g")
+        assert host.calls == 1  # task 0; task 1 raised; nothing after
+        s = cache.stats()
+        assert s["task_records"] == 0 and s["group_records"] == 0 and s["compile_errors"] == 0
+        # the cache and the package are fine afterwards
+        r = cache.build_tasks(host.tasks(), host.codegen, OPTS, version="ctrl-c 1")
+        assert len(r.entries) == 4
+
+
+SIGINT_HOST = textwrap.dedent('''
+    import json, os, signal, sys, threading, time
+    sys.path.insert(0, sys.argv[1])
+    sys.path.insert(0, sys.argv[3])
+    import taskcache as tc
+    from test_api import task_ptx
+
+    calls = []
+
+    def slow(index, task):
+        calls.append(index)
+        time.sleep(0.2)
+        return task_ptx(task.name, index)
+
+    tasks = [tc.Task(f"k{i}", f"k{i}") for i in range(20)]
+    out = {}
+    with tc.Cache(sys.argv[2]) as cache:
+        # Ctrl-C while codegen runs on the library's worker threads
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            cache.build_tasks(tasks, slow, tc.Options(arch="sm_90", jobs=2), version="ctrl-c 2")
+            out["raised"] = None
+        except BaseException as e:
+            out["raised"] = type(e).__name__
+        out["calls"] = len(calls)
+        out["records"] = cache.stats()["task_records"]
+        r = cache.build_tasks(tasks[:2], slow, tc.Options(arch="sm_90"), version="ctrl-c 2")
+        out["after"] = len(r.entries)
+    print(json.dumps(out))
+''')
+
+
+def test_ctrl_c_cancels_a_build_at_once(tmp_path):
+    script = tmp_path / "host.py"
+    script.write_text(SIGINT_HOST)
+    here = pathlib.Path(__file__).resolve().parent
+    p = subprocess.run([sys.executable, str(script), str(here.parents[1] / "python"),
+                        str(tmp_path / "c"), str(here)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    # 20 tasks of 0.2 s on 2 threads take 2 s; the interrupt came at 0.5 s
+    assert out["raised"] == "KeyboardInterrupt"
+    assert out["calls"] < 20 and out["records"] == 0
+    assert out["after"] == 2

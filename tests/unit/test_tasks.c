@@ -6,6 +6,7 @@
  * sanitizer build, which is what catches use-after-free. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -622,6 +623,90 @@ static void test_serialized_codegen_nested(const char *dir)
     tc_cache_close(h.cache);
 }
 
+/* ---- 8. cancelling a build ------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_flag;
+
+/* Task 1's codegen reports that the user wants out (Ctrl-C in the host). */
+static int cancel_at_1(toy *t, size_t index, tc_codegen *out)
+{
+    (void)t;
+    if (index != 1)
+        return 0;
+    tc_codegen_cancel(out);
+    return 1;
+}
+
+/* Task 0's codegen raises the host's flag, as its SIGINT handler would. */
+static int raise_flag_at_0(toy *t, size_t index, tc_codegen *out)
+{
+    (void)t;
+    (void)out;
+    if (index == 0)
+        stop_flag = 1;
+    return 0;
+}
+
+static void check_cancelled(tc_cache *cache, tc_status st, tc_result *r)
+{
+    CHECK(st == TC_ERR_CANCELLED);
+    CHECK(r && tc_result_status(r) == TC_ERR_CANCELLED && !tc_result_image(r, NULL));
+    if (r)
+        CHECK_CONTAINS(tc_result_diagnostics(r), "cancelled");
+    tc_stats s;
+    CHECK(tc_cache_stats(cache, &s, NULL) == TC_OK);
+    CHECK(s.task_records == 0 && s.group_records == 0 && s.module_records == 0);
+    CHECK(s.compile_errors == 0);
+}
+
+static void test_cancel(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(1); /* one task at a time: the count is exact */
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    /* from codegen */
+    t.hook = cancel_at_1;
+    tc_host host = {"cancel 1", toy_codegen, &t, 1, "g", 1};
+    tc_result *r = NULL;
+    tc_status st = tc_build_tasks(cache, o, &host, tasks, 4, &r);
+    check_cancelled(cache, st, r);
+    CHECK(t.calls == 2);
+    tc_result_free(r);
+    /* through the host's flag */
+    toy_init(&t, 4, four);
+    t.hook = raise_flag_at_0;
+    stop_flag = 0;
+    tc_options_set_cancel(o, &stop_flag);
+    st = tc_build_tasks(cache, o, &host, tasks, 4, &r);
+    check_cancelled(cache, st, r);
+    CHECK(t.calls == 1);
+    tc_result_free(r);
+    /* a flag raised before the build starts: nothing runs */
+    toy_init(&t, 4, four);
+    st = tc_build_tasks(cache, o, &host, tasks, 4, &r);
+    check_cancelled(cache, st, r);
+    CHECK(t.calls == 0);
+    tc_result_free(r);
+    /* tc_build checks it before compiling */
+    char ptx[1024];
+    task_ptx(ptx, sizeof ptx, "plain", 1);
+    CHECK(tc_build(cache, o, ptx, strlen(ptx), "plain.ptx", &r) == TC_ERR_CANCELLED);
+    CHECK(r && !tc_result_image(r, NULL));
+    tc_result_free(r);
+    /* and with the flag down, the same build completes */
+    stop_flag = 0;
+    toy_init(&t, 4, four);
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
+    CHECK(t.calls == 4);
+    tc_result_free(r);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -654,5 +739,6 @@ int main(void)
     run("stale cached task", test_stale_cached_task_is_regenerated);
     run("serialized codegen across calls", test_serialized_codegen_across_calls);
     run("serialized codegen, nested build", test_serialized_codegen_nested);
+    run("cancel", test_cancel);
     return check_report("test_tasks");
 }
