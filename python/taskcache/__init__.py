@@ -560,6 +560,33 @@ def _interruptible(call, cancel):
     return box["value"]
 
 
+# ---- fork ---------------------------------------------------------------------------------
+
+_caches = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked: locks and host turns
+    other threads held must not stay held there forever. (The library does
+    the same for its own state with pthread_atfork.) Calls that other
+    threads had in flight on a Cache never end in the child, so closing it
+    there leaves the handle open until exit."""
+    global _lib_lock, _turns_lock
+    _lib_lock = threading.Lock()
+    _turns_lock = threading.Lock()
+    me = threading.get_ident()
+    for turn in list(_all_turns):
+        if turn.owner is not None and turn.owner != me:
+            turn.lock = threading.Lock()
+            turn.owner = None
+    for cache in list(_caches):
+        cache._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # ---- the cache ----------------------------------------------------------------------------
 
 class Cache:
@@ -573,6 +600,7 @@ class Cache:
         self._lock = threading.Lock()
         self._busy = 0          # calls into the library in flight
         self._closed = False
+        _caches.add(self)
         self._h = ctypes.c_void_p()
         err = _Error()
         _check(lib.tc_cache_open(_c(os.fspath(directory), "directory") if directory is not None

@@ -82,6 +82,17 @@ typedef struct memo {
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 static memo *memos;
 
+/* A fork while another thread held memo_lock would leave it locked in the
+ * child for good (that thread is not there): the fork takes it first. It
+ * is only ever held for walks of the list. */
+static void memo_lock_take(void) { pthread_mutex_lock(&memo_lock); }
+static void memo_lock_give(void) { pthread_mutex_unlock(&memo_lock); }
+static void memo_watch_forks(void)
+{
+    (void)pthread_atfork(memo_lock_take, memo_lock_give, memo_lock_give);
+}
+static pthread_once_t memo_fork_once = PTHREAD_ONCE_INIT;
+
 static int same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
@@ -165,6 +176,7 @@ int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_H
         tc_sb_printf(err, "cannot find '%s': %s", path, strerror(errno));
         return -1;
     }
+    pthread_once(&memo_fork_once, memo_watch_forks);
     pthread_mutex_lock(&memo_lock);
     for (memo *m = memos; m; m = m->next) {
         if (!strcmp(m->path, path) && same_file(&m->st, &st)) {

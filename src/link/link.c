@@ -100,6 +100,44 @@ static struct {
     char archopt[64];
 } warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", ""};
 
+/* A forked child has only the thread that forked. Were the fork to land
+ * while the prewarm thread runs, the child would wait forever for a thread
+ * it does not have (and could inherit nvJitLink half initialized, or the
+ * library lock held by a thread inside dlopen). So a fork waits until no
+ * prewarm runs and no thread is loading the library (at most the
+ * prewarm's ~0.2 s), and the child starts with both locks free. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&warm.lock);
+    while (warm.state == 1)
+        pthread_cond_wait(&warm.done, &warm.lock);
+    pthread_mutex_lock(&jl.lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&jl.lock);
+    pthread_mutex_unlock(&warm.lock);
+}
+
+static void after_fork_child(void)
+{
+    pthread_cond_init(&warm.done, NULL); /* the parent's waiters are not here */
+    pthread_mutex_unlock(&jl.lock);
+    pthread_mutex_unlock(&warm.lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void register_fork_handlers(void)
+{
+    (void)pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* Before the first use of the state above: the prewarm and the link (which
+ * waits for the prewarm first) are the only users of either lock. */
+static void watch_forks(void) { pthread_once(&fork_once, register_fork_handlers); }
+
 static void *prewarm_thread(void *arg)
 {
     (void)arg;
@@ -122,6 +160,7 @@ void tc_linker_prewarm(const tc_linker *l, const char *arch)
 {
     if (l->kind != TC_LINKER_NVJITLINK)
         return;
+    watch_forks();
     pthread_mutex_lock(&warm.lock);
     if (warm.state == 0) {
         snprintf(warm.path, sizeof warm.path, "%s", l->path);
@@ -140,6 +179,7 @@ void tc_linker_prewarm(const tc_linker *l, const char *arch)
 
 void tc_linker_prewarm_wait(void)
 {
+    watch_forks();
     pthread_mutex_lock(&warm.lock);
     while (warm.state == 1)
         pthread_cond_wait(&warm.done, &warm.lock);

@@ -32,7 +32,8 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
 /* Starts loading and initializing libnvJitLink on a detached thread when
  * l is that linker and nothing started it yet (the first use in a process
  * is slow); a later tc_link waits for it. Call it when a link will follow
- * work that takes a while. */
+ * work that takes a while. A fork() meanwhile waits for it to finish, so a
+ * child never inherits a prewarm without its thread. */
 void tc_linker_prewarm(const tc_linker *l, const char *arch);
 /* Returns once no prewarm is running (a build that started one calls it
  * before it returns, so no thread is inside the library at exit). */

@@ -3,12 +3,16 @@ cache while builds run, colliding task keys, threads sharing one serialized
 codegen, forks, Ctrl-C, odd names and keys."""
 
 import json
+import multiprocessing
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import traceback
 
 import pytest
 
@@ -284,3 +288,69 @@ def test_ctrl_c_cancels_a_build_at_once(tmp_path):
     assert out["raised"] == "KeyboardInterrupt"
     assert out["calls"] < 20 and out["records"] == 0
     assert out["after"] == 2
+
+
+# ---- fork ------------------------------------------------------------------------------------
+
+def _fake_nvjitlink(tmp_path):
+    """The stand-in libnvJitLink of tests/unit/fake_nvjitlink.c, whose first
+    use takes $FAKE_NVJITLINK_DELAY_MS: built with the library, else here."""
+    built = pathlib.Path(os.environ["TASKCACHE_LIB"]).resolve().parent / "tests"
+    built = built / "libfake_nvjitlink.so"
+    if built.exists():
+        return built
+    src = pathlib.Path(__file__).resolve().parents[1] / "unit" / "fake_nvjitlink.c"
+    out = tmp_path / "libfake_nvjitlink.so"
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc or subprocess.run([cc, "-shared", "-fPIC", "-o", str(out), str(src)]).returncode:
+        pytest.skip("no stand-in libnvJitLink and no C compiler to build one")
+    return out
+
+
+def test_multiprocessing_fork_while_a_build_runs(tmp_path, monkeypatch):
+    # the build's linker is the stand-in: its first use (the prewarm thread
+    # starts it when codegen starts) lasts 1 s, so the fork lands inside it;
+    # and this codegen holds the host's serialized turn across the fork
+    monkeypatch.setenv("TASKCACHE_NVJITLINK", str(_fake_nvjitlink(tmp_path)))
+    monkeypatch.setenv("FAKE_NVJITLINK_DELAY_MS", "1000")
+    parent = os.getpid()
+    in_codegen, release = threading.Event(), threading.Event()
+
+    def codegen(index, task):
+        if os.getpid() == parent and index == 0:
+            in_codegen.set()
+            release.wait(120)
+        return task_ptx(task.name, index)
+    cache = tc.Cache(tmp_path / "c")
+    tasks = [tc.Task("p0", b"p0"), tc.Task("p1", b"p1")]
+    t, out = _in_thread(lambda: cache.build_tasks(tasks, codegen, OPTS, version="fork 1",
+                                                  serialize=True))
+    try:
+        assert in_codegen.wait(60)
+
+        def child():
+            try:
+                # every call ends by waiting for the prewarm: no thread to wait for here
+                assert cache.lookup_group(b"none", OPTS, version="fork 1") is None
+                # the same serialized codegen, whose turn a parent's thread held
+                try:
+                    cache.build_tasks([tc.Task("c0", b"c0")], codegen, OPTS, version="fork 1",
+                                      serialize=True)
+                except tc.TaskcacheError as e:  # the stand-in links nothing
+                    assert e.status == "TC_ERR_LINK", e
+                os._exit(0)
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+        p = multiprocessing.get_context("fork").Process(target=child)
+        p.start()
+        p.join(120)
+        if p.exitcode is None:
+            p.kill()
+            p.join()
+        assert p.exitcode == 0, "the forked child hung or failed"
+    finally:
+        release.set()
+        t.join(120)
+        cache.close()
+    assert isinstance(out.get("error"), tc.TaskcacheError)  # the stand-in again
