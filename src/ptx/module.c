@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body.h"
 #include "lex.h"
 
 typedef struct parser {
@@ -151,9 +152,6 @@ static int32_t add_sym(parser *p, const tc_tok *name, uint8_t kind)
 /* Records that statement `si` references the symbol named by t, if any. */
 static void add_ref(parser *p, size_t si, const tc_tok *t, uint8_t how)
 {
-    if (t->len >= sizeof TC_CANON_PREFIX - 1 &&
-        memcmp(t->p, TC_CANON_PREFIX, sizeof TC_CANON_PREFIX - 1) == 0)
-        p->m->reserved_prefix_seen = 1;
     int32_t sym = find_sym(p, t->p, t->len);
     if (sym < 0)
         return;
@@ -270,6 +268,7 @@ static void parse_file(parser *p, tc_tok first)
     advance(p);
     if (expect_kind(p, TK_NUM, "a file number after .file"))
         return;
+    st->loc_begin = (uint32_t)strtoul(p->tok.p, NULL, 0);
     advance(p);
     if (expect_kind(p, TK_STR, "a quoted file name in .file"))
         return;
@@ -663,124 +662,83 @@ static uint32_t parse_one(parser *p)
     return v;
 }
 
-/* Body scanner state for one statement. */
-enum { CALL_NONE, CALL_START, CALL_RETLIST, CALL_AFTER_RET, CALL_CALLEE, CALL_ARGS };
+static int push_locfile(parser *p, tc_ptx_stmt *st, uint32_t file)
+{
+    tc_ptx_module *m = p->m;
+    for (uint32_t i = 0; i < st->loc_count; i++)
+        if (m->locfiles[st->loc_begin + i] == file)
+            return 0;
+    if (GROW(m->locfiles, m->nlocfiles, m->cap_locfiles) != 0)
+        return -1;
+    m->locfiles[m->nlocfiles++] = file;
+    st->loc_count++;
+    return 0;
+}
 
+/* Walks the function whose body starts at the current token ('{') and
+ * records what it references: module symbols named outside the scope of
+ * the function's own declarations, as calls or as uses of an address or
+ * value; its .loc files; whether it declares static storage or calls
+ * through a register. Leaves the parser after the closing '}'. */
 static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
 {
-    tc_tok open = p->tok;
-    int depth = 0;
-    int operand_braces = 0; /* "{%r1, %r2}" vector operands inside a statement */
-    uint32_t loc_line = 0;  /* .loc ends at the end of its line, not at ';' */
-    int at_start = 1;       /* next token starts a statement */
-    int pred = 0;           /* inside a leading "@!%p" predicate */
-    int call = CALL_NONE, paren = 0;
-    int have_held = 0;      /* statement's first identifier, held one token to
-                               see whether it is a label ("name:") */
-    tc_tok held = {0};
-    for (;;) {
-        if (p->failed)
-            return;
-        tc_tok t = p->tok;
-        if (t.kind == TK_EOF) {
-            fail(p, open.line, "function body opened here is never closed");
-            return;
+    tc_body w;
+    tc_body_init(&w, p->m->src + st->start, p->m->len - st->start, st->line);
+    st->loc_begin = (uint32_t)p->m->nlocfiles;
+    uint32_t open_line = p->tok.line;
+    int want_file = 0;
+    tc_body_tok b;
+    int rc;
+    while (!p->failed && (rc = tc_body_next(&w, &b)) == 1) {
+        const tc_tok *t = &b.tok;
+        if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)strtoul(t->p, NULL, 0)))
+            oom(p);
+        want_file = 0;
+        switch (b.role) {
+        case TC_BODY_END:
+            st->cost++;
+            break;
+        case TC_BODY_OPCODE:
+            if (tc_tok_is(t, ".loc"))
+                want_file = 1;
+            break;
+        case TC_BODY_DECL:
+            if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
+                                b.space == TC_SPACE_SHARED || b.space == TC_SPACE_TEX))
+                st->static_vars = 1;
+            break;
+        case TC_BODY_CALLEE: {
+            int32_t sym = b.local ? -1 : find_sym(p, t->p, t->len);
+            if (sym < 0 || p->m->syms[sym].kind == TC_SYM_VAR)
+                st->indirect_call = 1;
+            if (!b.local)
+                add_ref(p, si, t, TC_REF_CALL);
+            break;
         }
-        if (loc_line && t.line != loc_line) {
-            loc_line = 0;
-            at_start = 1;
-            call = CALL_NONE;
+        case TC_BODY_NAME:
+            if (!b.local)
+                add_ref(p, si, t, TC_REF_USE);
+            break;
+        default:
+            break;
         }
-        if (have_held) {
-            have_held = 0;
-            if (tc_tok_punct(&t, ':')) { /* label definition */
-                at_start = 1;
-                advance(p);
-                continue;
-            }
-            /* held was the opcode or directive of this statement */
-            if (held.len >= 4 && !memcmp(held.p, "call", 4) &&
-                (held.len == 4 || held.p[4] == '.'))
-                call = CALL_START;
-            else if (tc_tok_is(&held, ".loc")) {
-                st->uses_loc = 1;
-                loc_line = held.line;
-                if (t.line != loc_line) { /* a bare ".loc" line */
-                    loc_line = 0;
-                    at_start = 1;
-                }
-            }
+        if (w.done && b.role == TC_BODY_CLOSE) {
+            end_stmt(p, st, t);
+            p->lx.cur = w.lx.cur;
+            p->lx.line = w.lx.line;
         }
-        if (t.kind == TK_PUNCT) {
-            char c = t.p[0];
-            /* A brace opens a block only where a statement may start;
-             * elsewhere it groups vector operands. */
-            if ((c == '{' && !at_start) || (c == '}' && operand_braces)) {
-                operand_braces += c == '{' ? 1 : -1;
-                advance(p);
-                continue;
-            }
-            if (c == '{' || c == '}' || c == ';') {
-                if (c == ';')
-                    st->cost++;
-                if (c == '{')
-                    depth++;
-                if (c == '}' && --depth == 0) {
-                    end_stmt(p, st, &t);
-                    advance(p);
-                    return;
-                }
-                at_start = 1;
-                pred = 0;
-                call = CALL_NONE;
-                operand_braces = 0;
-                advance(p);
-                continue;
-            }
-            if (at_start && c == '@') {
-                pred = 1;
-                at_start = 0;
-            } else if (call == CALL_START && c == '(') {
-                call = CALL_RETLIST;
-                paren = 1;
-            } else if (call == CALL_RETLIST) {
-                if (c == '(')
-                    paren++;
-                else if (c == ')' && --paren == 0)
-                    call = CALL_AFTER_RET;
-            } else if (call == CALL_AFTER_RET && c == ',') {
-                call = CALL_CALLEE;
-            }
-            advance(p);
-            continue;
-        }
-        if (t.kind == TK_IDENT) {
-            if (pred) {          /* the predicate register */
-                pred = 0;
-                at_start = 1;
-                advance(p);
-                continue;
-            }
-            if (at_start) {
-                at_start = 0;
-                held = t;
-                have_held = 1;
-                advance(p);
-                continue;
-            }
-            if (t.p[0] != '.') {
-                if (call == CALL_START || call == CALL_CALLEE) {
-                    add_ref(p, si, &t, TC_REF_CALL);
-                    call = CALL_ARGS;
-                } else {
-                    add_ref(p, si, &t, TC_REF_USE);
-                }
-            }
-        } else {
-            at_start = 0;
-        }
-        advance(p);
     }
+    if (!p->failed && rc < 0) {
+        if (w.oom)
+            oom(p);
+        else if (w.lx.err)
+            fail(p, w.err_line, "%s", w.lx.err);
+        else
+            fail(p, open_line, "function body opened here is never closed");
+    }
+    tc_body_free(&w);
+    if (!p->failed)
+        advance(p);
 }
 
 static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
@@ -993,6 +951,12 @@ static void parse_module(parser *p)
         fail(p, p->tok.line, "missing .target directive");
 }
 
+size_t tc_ptx_text_len(const char *src, size_t len)
+{
+    const char *nul = len ? memchr(src, '\0', len) : NULL;
+    return nul ? (size_t)(nul - src) : len;
+}
+
 int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -1021,6 +985,7 @@ void tc_ptx_module_free(tc_ptx_module *m)
     free(m->syms);
     free(m->refs);
     free(m->params);
+    free(m->locfiles);
     tc_map_free(&m->symtab);
     memset(m, 0, sizeof *m);
 }

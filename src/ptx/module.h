@@ -74,7 +74,9 @@ typedef struct tc_ptx_stmt {
     uint8_t space;      /* tc_space (variables) */
     uint8_t is_entry;
     uint8_t has_body;   /* function definition (vs. prototype) */
-    uint8_t uses_loc;   /* body holds .loc directives */
+    uint8_t static_vars; /* body declares .global/.const/.shared/.tex variables:
+                            one object per module, whoever calls the function */
+    uint8_t indirect_call; /* body calls through a register */
     uint32_t line;      /* first line */
     uint32_t last_line;
     size_t start, end;  /* [start, end) in the source, end past ';' or '}' */
@@ -84,6 +86,9 @@ typedef struct tc_ptx_stmt {
     size_t init;        /* variables: offset of '=' when initialized, else 0 */
     int32_t sym;        /* symbol declared or defined, -1 for others */
     uint32_t ref_begin, ref_count; /* into module refs */
+    uint32_t loc_begin, loc_count; /* functions: file numbers their .loc
+                                      directives name, into module locfiles;
+                                      .file: loc_begin is its number */
     uint32_t cost;      /* functions: number of body statements */
     uint32_t param_begin, param_count; /* entries: into module params */
     uint32_t param_bytes;
@@ -113,6 +118,8 @@ typedef struct tc_ptx_module {
     size_t nrefs, cap_refs;
     tc_ptx_param *params;
     size_t nparams, cap_params;
+    uint32_t *locfiles;
+    size_t nlocfiles, cap_locfiles;
     tc_map symtab;
     int32_t version_stmt, target_stmt, addrsize_stmt;
     size_t nentries;
@@ -120,9 +127,6 @@ typedef struct tc_ptx_module {
     /* Set when the module holds a construct that cannot be split safely;
      * the module is then compiled whole. Static strings or owned text. */
     char whole_reason[256];
-    /* Identifiers using the prefix reserved for canonical label names were
-     * seen: canonical renaming is then disabled for the whole module. */
-    uint8_t reserved_prefix_seen;
 } tc_ptx_module;
 
 typedef struct tc_ptx_error {
@@ -130,13 +134,19 @@ typedef struct tc_ptx_error {
     char message[256];
 } tc_ptx_error;
 
+/* Length of the PTX text in src[0..len): up to the first NUL byte, as the
+ * CUDA driver reads it (JITs hand it NUL-terminated strings, and a dumped
+ * module often ends in "\0\n"). */
+size_t tc_ptx_text_len(const char *src, size_t len);
+
 /* Parses src[0..len). Returns 0 on success (free the model with
  * tc_ptx_module_free), or -1 on a syntax error at module level (err filled)
  * or out of memory (err->line 0); nothing is left to free then. */
 int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *err);
 void tc_ptx_module_free(tc_ptx_module *m);
 
-/* Prefix of canonical local label names emitted by the slicer. */
+/* Prefix of the canonical names the slicer gives labels, local variables
+ * and compiler-named constants. */
 #define TC_CANON_PREFIX "$__tc"
 
 #endif

@@ -9,10 +9,8 @@
 #include <string.h>
 
 #include "../util/hash.h"
+#include "canon.h"
 #include "lex.h"
-
-/* How a copied statement's linkage is rewritten. */
-enum { LINK_KEEP, LINK_DROP, LINK_VISIBLE, LINK_EXTERN };
 
 /* ---- growable arrays ---------------------------------------------------- */
 
@@ -61,40 +59,24 @@ uint32_t tc_text_map_line(const tc_text *t, uint32_t out_line)
     return 0;
 }
 
-static void text_put(tc_text *t, const char *p, size_t n)
-{
-    tc_sb_append(&t->text, p, n);
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '\n')
-            t->line++;
-}
-
-static void text_puts(tc_text *t, const char *s) { text_put(t, s, strlen(s)); }
-
-static void text_newline_if_needed(tc_text *t)
-{
-    if (t->line == 0)
-        t->line = 1;
-    if (t->text.len && t->text.data[t->text.len - 1] != '\n')
-        text_put(t, "\n", 1);
-}
-
-static void text_seg(tc_text *t, uint32_t in_line, uint32_t count)
+/* Starts a map segment: output line out_line is input line in_line. */
+static int text_seg(tc_text *t, uint32_t out_line, uint32_t in_line)
 {
     if (t->nsegs == t->cap_segs) {
         size_t nc = t->cap_segs ? t->cap_segs * 2 : 32;
         tc_line_seg *p = realloc(t->segs, nc * sizeof *p);
         if (!p) {
             t->text.oom = 1;
-            return;
+            return -1;
         }
         t->segs = p;
         t->cap_segs = nc;
     }
-    t->segs[t->nsegs].out_line = t->line;
+    t->segs[t->nsegs].out_line = out_line;
     t->segs[t->nsegs].in_line = in_line;
-    t->segs[t->nsegs].count = count;
+    t->segs[t->nsegs].count = 1;
     t->nsegs++;
+    return 0;
 }
 
 /* ---- the slicer --------------------------------------------------------- */
@@ -108,18 +90,20 @@ struct tc_slicer {
     uint32_t *cost;      /* per entry (name order) */
     uint32_t *stamp;     /* per symbol: generation that last collected it */
     uint32_t gen;
-    int rename;          /* canonical renaming of local labels */
     int has_md;
     u32vec md_funcs;     /* module-data functions, name order */
     u32vec header_stmts; /* .pragma and .file statements, in order */
+    /* .file statements by number: (number << 32 | statement), sorted; a
+     * unit's header holds the ones its .loc directives name (file_stamp) */
+    uint64_t *files;
+    uint32_t *file_stamp;
+    size_t nfiles;
     /* Canonical text of each function as units hold it (entries as they
      * are, other functions with internal linkage), made on first use:
      * helpers appear in many units but are canonicalized once. */
-    char **memo;
-    uint32_t *memo_len;
-    /* Canonical names of anonymous variables (see name_anonymous), or
-     * NULL when the module has none. */
-    char (*anon)[40];
+    tc_piece *memo;
+    /* Canonical names of compiler-named constants, or NULL (canon.h). */
+    tc_canon_name *names;
     /* Whole-program units (tc_slicer_set_whole_program): the module's
      * .const variables in input order with the bank-3 offsets ptxas -ewp
      * gives them, when units may read them (const_layout). */
@@ -136,7 +120,7 @@ typedef struct closure {
     u32vec efuncs;   /* functions declared, defined elsewhere */
     u32vec copies;   /* functions copied with internal linkage */
     u32vec stack;    /* statements still to walk */
-    int uses_loc;
+    int indirect_call;
     uint64_t cost;
 } closure;
 
@@ -219,7 +203,20 @@ static int walk(tc_slicer *s, closure *c, int in_module_data)
     while (c->stack.n) {
         const tc_ptx_stmt *st = &m->stmts[c->stack.v[--c->stack.n]];
         c->cost += st->cost + 1;
-        c->uses_loc |= st->uses_loc;
+        c->indirect_call |= st->indirect_call;
+        for (uint32_t k = 0; k < st->loc_count; k++) {
+            uint64_t key = (uint64_t)m->locfiles[st->loc_begin + k] << 32;
+            size_t lo = 0, hi = s->nfiles; /* first file numbered at least key */
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (s->files[mid] < key)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < s->nfiles && s->files[lo] >> 32 == key >> 32)
+                s->file_stamp[lo] = s->gen;
+        }
         for (uint32_t r = 0; r < st->ref_count; r++) {
             uint32_t sym = m->refs[st->ref_begin + r].sym;
             if (s->stamp[sym] == s->gen)
@@ -284,8 +281,9 @@ static int why(char *buf, size_t len, const char *fmt, ...)
 }
 
 /* Decides which functions live in the module data: those whose address is
- * taken (any non-call reference), alias targets, and exported functions no
- * kernel calls (kept so the output has every symbol of the input). Returns
+ * taken (any non-call reference), alias targets, exported functions no
+ * kernel calls (kept so the output has every symbol of the input), and
+ * functions that declare static storage. Returns
  * 1 with a reason when the module cannot be split. */
 static int classify(tc_slicer *s, char *whybuf, size_t whylen)
 {
@@ -325,74 +323,37 @@ static int classify(tc_slicer *s, char *whybuf, size_t whylen)
             if (l == TC_LINK_VISIBLE || l == TC_LINK_WEAK)
                 s->md[i] = 1;
         }
+        /* Variables a function declares in .global, .const or .shared
+         * are one object per module (per block for .shared), shared by
+         * every caller: two copies of the function would make two. */
+        if (y->kind == TC_SYM_FUNC && !y->is_entry && y->def >= 0 &&
+            m->stmts[y->def].static_vars)
+            s->md[i] = 1;
     }
     free(called);
     return 0;
 }
 
-static int canon_stmt(const tc_slicer *s, const tc_ptx_stmt *st, int link, int canon,
-                      const tc_ptx_sym *blank, tc_sb *out);
+static int cmp_u64_plain(const void *a, const void *b) { return cmp_u64(a, b); }
 
-static int is_anonymous(const tc_ptx_module *m, const tc_ptx_sym *y)
-{
-    if (y->kind != TC_SYM_VAR || y->def < 0 || m->stmts[y->def].linkage != TC_LINK_INTERNAL ||
-        (y->decl >= 0 && m->stmts[y->decl].linkage != TC_LINK_INTERNAL))
-        return 0;
-    return y->name[0] == '$' || (y->len > 10 && !memcmp(y->name, "__unnamed_", 10));
-}
-
-/* Compilers name private constants by their position in the module
- * (nvcc's $str, $str$1, ...; LLVM's __unnamed_1, ...), so adding a kernel
- * with a printf renames every later string and would change the keys of
- * every kernel using one. Such internal, compiler-named variables get a
- * name derived from their own declaration and initializer instead; equal
- * constants are told apart by their order among themselves. */
-static int name_anonymous(tc_slicer *s)
+/* The .file statements by number, for the unit headers. */
+static int index_files(tc_slicer *s)
 {
     const tc_ptx_module *m = s->m;
-    size_t count = 0;
-    for (size_t i = 0; i < m->nsyms; i++)
-        count += is_anonymous(m, &m->syms[i]);
-    if (!count)
-        return 0;
-    s->anon = calloc(m->nsyms, sizeof *s->anon);
-    tc_digest *d = calloc(m->nsyms, sizeof *d);
-    if (!s->anon || !d) {
-        free(d);
+    size_t n = 0;
+    for (size_t i = 0; i < s->header_stmts.n; i++)
+        n += m->stmts[s->header_stmts.v[i]].kind == TC_STMT_FILE;
+    s->files = malloc((n ? n : 1) * sizeof *s->files);
+    s->file_stamp = calloc(n ? n : 1, sizeof *s->file_stamp);
+    if (!s->files || !s->file_stamp)
         return -1;
+    for (size_t i = 0; i < s->header_stmts.n; i++) {
+        const tc_ptx_stmt *st = &m->stmts[s->header_stmts.v[i]];
+        if (st->kind == TC_STMT_FILE)
+            s->files[s->nfiles++] = (uint64_t)st->loc_begin << 32 | s->header_stmts.v[i];
     }
-    tc_sb text = TC_SB_INIT;
-    tc_map seen = {0};
-    int rc = 0;
-    for (size_t i = 0; i < m->nstmts && !rc; i++) {
-        const tc_ptx_stmt *st = &m->stmts[i];
-        if (st->kind != TC_STMT_VAR || st->sym < 0 || m->syms[st->sym].def != (int32_t)i ||
-            !is_anonymous(m, &m->syms[st->sym]))
-            continue;
-        const tc_ptx_sym *y = &m->syms[st->sym];
-        tc_sb_reset(&text);
-        /* the name token is blanked: only the content counts */
-        rc = canon_stmt(s, st, LINK_KEEP, 0, y, &text);
-        if (rc)
-            break;
-        tc_digest_of(text.data, text.len, &d[st->sym]);
-        /* seen counts the constants with this content so far */
-        uint32_t dup = 0, *v = tc_map_get(&seen, (const char *)d[st->sym].b, TC_DIGEST_LEN);
-        if (v)
-            dup = (*v)++;
-        else if (tc_map_put(&seen, (const char *)d[st->sym].b, TC_DIGEST_LEN, 1) < 0)
-            rc = -1;
-        char hex[TC_DIGEST_HEX_LEN + 1];
-        tc_digest_hex(&d[st->sym], hex);
-        if (dup)
-            snprintf(s->anon[st->sym], sizeof s->anon[0], TC_CANON_PREFIX "A%.16s_%u", hex, dup);
-        else
-            snprintf(s->anon[st->sym], sizeof s->anon[0], TC_CANON_PREFIX "A%.16s", hex);
-    }
-    tc_sb_free(&text);
-    tc_map_free(&seen);
-    free(d);
-    return rc;
+    qsort(s->files, s->nfiles, sizeof *s->files, cmp_u64_plain);
+    return 0;
 }
 
 int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size_t whylen)
@@ -413,13 +374,12 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
     s->entries = malloc(m->nentries * sizeof *s->entries);
     s->cost = malloc(m->nentries * sizeof *s->cost);
     s->memo = calloc(m->nstmts ? m->nstmts : 1, sizeof *s->memo);
-    s->memo_len = calloc(m->nstmts ? m->nstmts : 1, sizeof *s->memo_len);
     uint32_t *order = malloc(ns * sizeof *order), *tmp = malloc(ns * sizeof *tmp);
     int rc = -1;
     closure c;
     memset(&c, 0, sizeof c);
-    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo ||
-        !s->memo_len || !order || !tmp)
+    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo || !order ||
+        !tmp)
         goto done;
     for (size_t i = 0; i < m->nsyms; i++)
         order[i] = (uint32_t)i;
@@ -435,6 +395,8 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
         if ((m->stmts[i].kind == TC_STMT_PRAGMA || m->stmts[i].kind == TC_STMT_FILE) &&
             vpush(&s->header_stmts, (uint32_t)i))
             goto done;
+    if (index_files(s) != 0)
+        goto done;
     rc = classify(s, whybuf, whylen);
     if (rc)
         goto done;
@@ -470,8 +432,7 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
             goto oom;
         s->cost[i] = c.cost > UINT32_MAX ? UINT32_MAX : (uint32_t)c.cost;
     }
-    s->rename = !m->reserved_prefix_seen;
-    if (s->rename && name_anonymous(s) != 0)
+    if (tc_canon_name_constants(m, s->rank, &s->names) != 0)
         goto oom;
     rc = 0;
     goto done;
@@ -498,10 +459,11 @@ void tc_slicer_free(tc_slicer *s)
     free(s->entries);
     free(s->cost);
     for (size_t i = 0; s->memo && i < s->m->nstmts; i++)
-        free(s->memo[i]);
+        tc_piece_free(&s->memo[i]);
     free(s->memo);
-    free(s->memo_len);
-    free(s->anon);
+    free(s->names);
+    free(s->files);
+    free(s->file_stamp);
     vfree(&s->md_funcs);
     vfree(&s->header_stmts);
     vfree(&s->consts);
@@ -661,9 +623,9 @@ int tc_slicer_const_var(const tc_slicer *s, size_t i, const char **name, size_t 
     if (!s->const_layout || i >= s->consts.n)
         return -1;
     uint32_t sym = s->consts.v[i];
-    if (s->anon && s->anon[sym][0]) {
-        *name = s->anon[sym];
-        *len = strlen(s->anon[sym]);
+    if (s->names && s->names[sym][0]) {
+        *name = s->names[sym];
+        *len = strlen(s->names[sym]);
     } else {
         *name = s->m->syms[sym].name;
         *len = s->m->syms[sym].len;
@@ -674,237 +636,85 @@ int tc_slicer_const_var(const tc_slicer *s, size_t i, const char **name, size_t 
 
 /* ---- emission ----------------------------------------------------------- */
 
-static int is_linkage_tok(const tc_tok *t)
+/* Appends a canonical piece to the text, mapping its lines to the input
+ * (runs of consecutive lines share one segment). */
+static int text_piece(tc_text *out, const tc_piece *p)
 {
-    return t->kind == TK_IDENT && (tc_tok_is(t, ".visible") || tc_tok_is(t, ".extern") ||
-                                   tc_tok_is(t, ".weak") || tc_tok_is(t, ".common"));
-}
-
-/* Local labels and .local names of a function body, renamed canonically in
- * order of definition: nvcc numbers them by the function's position in the
- * module ($L__BB12_3, __local_depot12), which would otherwise make a key
- * depend on unrelated functions. */
-static int collect_renames(const tc_slicer *s, const tc_ptx_stmt *st, tc_map *map)
-{
-    tc_lexer lx;
-    tc_lex_init(&lx, s->m->src + st->body, st->end - st->body, st->line);
-    int at_start = 1, have_held = 0, want_local_name = 0, operand_braces = 0;
-    uint32_t next = 0, loc_line = 0;
-    tc_tok held = {0};
-    for (;;) {
-        tc_tok t = tc_lex_next(&lx);
-        if (t.kind == TK_EOF || t.kind == TK_ERROR)
-            return 0;
-        if (loc_line && t.line != loc_line) { /* .loc ends with its line */
-            loc_line = 0;
-            at_start = 1;
-        }
-        if (have_held) {
-            have_held = 0;
-            if (tc_tok_is(&held, ".loc") && t.line == held.line)
-                loc_line = held.line;
-            else if (tc_tok_is(&held, ".loc"))
-                at_start = 1;
-            if (tc_tok_punct(&t, ':') && held.kind == TK_IDENT && held.p[0] != '.') {
-                if (tc_map_put(map, held.p, held.len, next) < 0)
-                    return -1;
-                next++;
-                at_start = 1;
-                continue;
-            }
-            want_local_name = tc_tok_is(&held, ".local");
-        }
-        if (t.kind == TK_PUNCT && ((t.p[0] == '{' && !at_start) ||
-                                   (t.p[0] == '}' && operand_braces))) {
-            operand_braces += t.p[0] == '{' ? 1 : -1; /* vector operand */
-            continue;
-        }
-        if (t.kind == TK_PUNCT && (t.p[0] == ';' || t.p[0] == '{' || t.p[0] == '}')) {
-            at_start = 1;
-            want_local_name = 0;
-            operand_braces = 0;
-            continue;
-        }
-        if (at_start && t.kind == TK_IDENT) {
-            at_start = 0;
-            held = t;
-            have_held = 1;
-            continue;
-        }
-        if (at_start && tc_tok_punct(&t, '@')) {
-            /* predicate: the register that follows is not a statement start */
-            tc_tok r = tc_lex_next(&lx);
-            if (tc_tok_punct(&r, '!'))
-                r = tc_lex_next(&lx);
-            continue;
-        }
-        at_start = 0;
-        if (want_local_name && t.kind == TK_IDENT && t.p[0] != '.') {
-            want_local_name = 0;
-            if (tc_map_put(map, t.p, t.len, next) < 0)
-                return -1;
-            next++;
-        }
+    if (out->line == 0)
+        out->line = 1;
+    for (size_t k = 0; k < p->nlines; k++) {
+        uint32_t o = out->line + (uint32_t)k;
+        tc_line_seg *g = out->nsegs ? &out->segs[out->nsegs - 1] : NULL;
+        if (g && g->out_line + g->count == o && g->in_line + g->count == p->lines[k])
+            g->count++;
+        else if (text_seg(out, o, p->lines[k]) != 0)
+            return -1;
     }
+    tc_sb_append(&out->text, p->text.data, p->text.len);
+    out->line += (uint32_t)p->nlines;
+    return out->text.oom ? -1 : 0;
 }
 
-/* The name a module symbol is emitted under, or NULL for its own. */
-static const char *anon_name(const tc_slicer *s, const tc_tok *t)
+/* Copies a statement into the text, canonical. */
+static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, int link)
 {
-    if (!s->anon || t->kind != TK_IDENT)
-        return NULL;
-    uint32_t *v = tc_map_get(&s->m->symtab, t->p, t->len);
-    return v && s->anon[*v][0] ? s->anon[*v] : NULL;
-}
-
-/* Canonical text of a statement (ending in a newline, with as many lines
- * as the statement has in the input), its linkage rewritten per `link`. */
-static int canon_stmt(const tc_slicer *s, const tc_ptx_stmt *st, int link, int canon,
-                      const tc_ptx_sym *blank, tc_sb *out)
-{
-    tc_map renames = {0};
-    if (canon && s->rename && st->has_body && collect_renames(s, st, &renames) < 0)
-        return -1;
-    tc_lexer lx;
-    tc_lex_init(&lx, s->m->src + st->start, st->end - st->start, st->line);
-    const char *prev = NULL;
-    int prefix = 1;
-    char name[32];
-    for (;;) {
-        tc_tok t = tc_lex_next(&lx);
-        if (t.kind == TK_EOF || t.kind == TK_ERROR)
-            break;
-        if (prev)
-            tc_lex_copy_gap(out, prev, t.p);
-        prev = t.p + t.len;
-        if (prefix) {
-            if (is_linkage_tok(&t)) {
-                if (link == LINK_KEEP || link == LINK_VISIBLE)
-                    tc_sb_append(out, t.p, t.len);
-                continue;
-            }
-            prefix = 0;
-            if (link == LINK_VISIBLE && st->linkage == TC_LINK_INTERNAL)
-                tc_sb_puts(out, ".visible ");
-        }
-        /* labels and local names live in the body only */
-        uint32_t *v = renames.cap && t.kind == TK_IDENT && t.p >= s->m->src + st->body
-                          ? tc_map_get(&renames, t.p, t.len)
-                          : NULL;
-        const char *a;
-        if (v) {
-            int n = snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);
-            tc_sb_append(out, name, (size_t)n);
-        } else if (blank && t.p == blank->name) {
-            tc_sb_putc(out, '$');
-        } else if ((a = anon_name(s, &t)) != NULL) {
-            tc_sb_puts(out, a);
-        } else {
-            tc_sb_append(out, t.p, t.len);
-        }
-    }
-    tc_sb_putc(out, '\n');
-    tc_map_free(&renames);
-    return out->oom ? -1 : 0;
-}
-
-static void text_piece(tc_text *out, const tc_ptx_stmt *st, const char *p, size_t n)
-{
-    text_newline_if_needed(out);
-    text_seg(out, st->line, st->last_line - st->line + 1);
-    tc_sb_append(&out->text, p, n);
-    out->line += st->last_line - st->line + 1;
-}
-
-/* Copies a statement into the text, canonicalized, keeping its lines. */
-static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, int link,
-                     int canon)
-{
-    tc_sb piece = TC_SB_INIT;
-    int rc = canon_stmt(s, st, link, canon, NULL, &piece);
+    tc_piece p;
+    memset(&p, 0, sizeof p);
+    int rc = tc_canon_stmt(s->m, s->names, st, link, NULL, &p);
     if (rc == 0)
-        text_piece(out, st, piece.data, piece.len);
-    tc_sb_free(&piece);
-    return rc == 0 && !out->text.oom ? 0 : -1;
+        rc = text_piece(out, &p);
+    tc_piece_free(&p);
+    return rc;
 }
 
 /* A function as units hold it, from the memo. */
 static int emit_function(tc_slicer *s, tc_text *out, const tc_ptx_stmt *st)
 {
-    size_t i = (size_t)(st - s->m->stmts);
-    if (!s->memo[i]) {
-        tc_sb piece = TC_SB_INIT;
-        if (canon_stmt(s, st, st->is_entry ? LINK_KEEP : LINK_DROP, 1, NULL, &piece) != 0) {
-            tc_sb_free(&piece);
-            return -1;
-        }
-        size_t n;
-        s->memo[i] = tc_sb_take(&piece, &n);
-        s->memo_len[i] = (uint32_t)n;
-        if (!s->memo[i])
-            return -1;
+    tc_piece *p = &s->memo[st - s->m->stmts];
+    if (!p->text.len &&
+        tc_canon_stmt(s->m, s->names, st, st->is_entry ? TC_CANON_KEEP : TC_CANON_DROP, NULL,
+                      p) != 0) {
+        tc_piece_free(p);
+        return -1;
     }
-    text_piece(out, st, s->memo[i], s->memo_len[i]);
-    return out->text.oom ? -1 : 0;
+    return text_piece(out, p);
 }
 
-/* Emits a one-line declaration built from the start of a statement up to
- * `cut`, with its linkage replaced according to `link`. */
+/* A one-line declaration made of the start of a statement up to `cut`. */
 static int emit_decl(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, size_t cut,
                      int link)
 {
-    text_newline_if_needed(out);
-    text_seg(out, st->line, 1);
-    tc_lexer lx;
-    tc_lex_init(&lx, s->m->src + st->start, cut - st->start, st->line);
-    const char *prev = NULL;
-    int prefix = 1;
-    for (;;) {
-        tc_tok t = tc_lex_next(&lx);
-        if (t.kind == TK_EOF || t.kind == TK_ERROR)
-            break;
-        if (prev && t.p > prev)
-            text_put(out, " ", 1);
-        prev = t.p + t.len;
-        if (prefix) {
-            if (is_linkage_tok(&t)) {
-                if (link == LINK_KEEP)
-                    text_put(out, t.p, t.len);
-                else
-                    prev = NULL; /* no separator for a dropped token */
-                continue;
-            }
-            prefix = 0;
-            if (link == LINK_EXTERN)
-                text_puts(out, ".extern ");
-            else if (link == LINK_VISIBLE)
-                text_puts(out, ".visible ");
-        }
-        const char *a = anon_name(s, &t);
-        if (a)
-            text_puts(out, a);
-        else
-            text_put(out, t.p, t.len);
-    }
-    text_puts(out, ";\n");
-    return out->text.oom ? -1 : 0;
+    tc_piece p;
+    memset(&p, 0, sizeof p);
+    int rc = tc_canon_decl(s->m, s->names, st, cut, link, &p);
+    if (rc == 0)
+        rc = text_piece(out, &p);
+    tc_piece_free(&p);
+    return rc;
 }
 
 static size_t var_decl_cut(const tc_ptx_stmt *st) { return st->init ? st->init : st->end - 1; }
 
-static int emit_header(const tc_slicer *s, tc_text *out, int uses_loc)
+/* The module header: .version, .target, .address_size, the module's
+ * .pragma directives, and the .file directives that the .loc directives
+ * of what was just collected name. */
+static int emit_header(const tc_slicer *s, tc_text *out)
 {
     const tc_ptx_module *m = s->m;
     if (out->line == 0)
         out->line = 1;
-    if (emit_stmt(s, out, &m->stmts[m->version_stmt], LINK_KEEP, 0) ||
-        emit_stmt(s, out, &m->stmts[m->target_stmt], LINK_KEEP, 0))
+    if (emit_stmt(s, out, &m->stmts[m->version_stmt], TC_CANON_KEEP) ||
+        emit_stmt(s, out, &m->stmts[m->target_stmt], TC_CANON_KEEP))
         return -1;
-    if (m->addrsize_stmt >= 0 && emit_stmt(s, out, &m->stmts[m->addrsize_stmt], LINK_KEEP, 0))
+    if (m->addrsize_stmt >= 0 && emit_stmt(s, out, &m->stmts[m->addrsize_stmt], TC_CANON_KEEP))
         return -1;
+    size_t f = 0;
     for (size_t i = 0; i < s->header_stmts.n; i++) {
         const tc_ptx_stmt *st = &m->stmts[s->header_stmts.v[i]];
-        if ((st->kind == TC_STMT_PRAGMA || uses_loc) && emit_stmt(s, out, st, LINK_KEEP, 0))
+        int want = st->kind == TC_STMT_PRAGMA;
+        for (f = 0; !want && f < s->nfiles; f++)
+            want = (uint32_t)s->files[f] == s->header_stmts.v[i] && s->file_stamp[f] == s->gen;
+        if (want && emit_stmt(s, out, st, TC_CANON_KEEP))
             return -1;
     }
     return 0;
@@ -922,11 +732,11 @@ static int emit_efuncs(const tc_slicer *s, tc_text *out, const u32vec *efuncs)
         int rc;
         if (y->kind == TC_SYM_ALIAS)
             rc = emit_decl(s, out, &m->stmts[y->decl], m->stmts[y->decl].proto_end,
-                           LINK_EXTERN);
+                           TC_CANON_EXTERN);
         else if (y->def >= 0)
-            rc = emit_decl(s, out, &m->stmts[y->def], m->stmts[y->def].proto_end, LINK_EXTERN);
+            rc = emit_decl(s, out, &m->stmts[y->def], m->stmts[y->def].proto_end, TC_CANON_EXTERN);
         else
-            rc = emit_decl(s, out, &m->stmts[y->decl], m->stmts[y->decl].proto_end, LINK_KEEP);
+            rc = emit_decl(s, out, &m->stmts[y->decl], m->stmts[y->decl].proto_end, TC_CANON_KEEP);
         if (rc)
             return -1;
     }
@@ -938,7 +748,7 @@ static int emit_copies(tc_slicer *s, tc_text *out, const u32vec *copies)
     const tc_ptx_module *m = s->m;
     for (size_t i = 0; i < copies->n; i++) {
         const tc_ptx_stmt *st = &m->stmts[m->syms[copies->v[i]].def];
-        if (emit_decl(s, out, st, st->proto_end, LINK_DROP))
+        if (emit_decl(s, out, st, st->proto_end, TC_CANON_DROP))
             return -1;
     }
     for (size_t i = 0; i < copies->n; i++)
@@ -956,9 +766,13 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     if (collect_entries(s, idx, n, &c) || sort_set(s, &c.vars) || sort_set(s, &c.shared) ||
         sort_set(s, &c.efuncs) || sort_set(s, &c.copies))
         goto done;
-    if (emit_header(s, out, c.uses_loc))
+    if (emit_header(s, out))
         goto done;
-    *whole_program = 1;
+    /* ptxas -ewp code that calls through a register stopped with an
+     * illegal instruction on the H200 when the target was compiled -c in
+     * the module data (../shared/repro/ewp_fnptr.cu): such units stay
+     * relocatable. */
+    *whole_program = !c.indirect_call;
     for (size_t i = 0; i < c.efuncs.n; i++)
         if (m->syms[c.efuncs.v[i]].def >= 0) /* defined in the module data */
             *whole_program = 0;
@@ -981,21 +795,21 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     }
     for (size_t i = 0; i < const_prefix; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, s->consts.v[i]);
-        if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))
+        if (emit_decl(s, out, st, var_decl_cut(st), TC_CANON_EXTERN))
             goto done;
     }
     for (size_t i = 0; i < c.vars.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
         if (const_prefix && st->space == TC_SPACE_CONST)
             continue; /* declared above */
-        if (emit_decl(s, out, st, var_decl_cut(st), LINK_EXTERN))
+        if (emit_decl(s, out, st, var_decl_cut(st), TC_CANON_EXTERN))
             goto done;
     }
     if (emit_efuncs(s, out, &c.efuncs))
         goto done;
     for (size_t i = 0; i < c.shared.n; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, c.shared.v[i]);
-        if (emit_stmt(s, out, st, st->linkage == TC_LINK_EXTERN ? LINK_KEEP : LINK_DROP, 0))
+        if (emit_stmt(s, out, st, st->linkage == TC_LINK_EXTERN ? TC_CANON_KEEP : TC_CANON_DROP))
             goto done;
     }
     if (emit_copies(s, out, &c.copies))
@@ -1030,7 +844,7 @@ int tc_slicer_emit_module_data(tc_slicer *s, tc_text *out)
         if (m->stmts[i].kind == TC_STMT_VAR && m->stmts[i].ref_count &&
             vpush(&c.stack, (uint32_t)i))
             goto done;
-    if (walk(s, &c, 1) || emit_header(s, out, c.uses_loc))
+    if (walk(s, &c, 1) || emit_header(s, out))
         goto done;
     /* Everything the module data holds is stamped now; emitting it in the
      * input's own order keeps every declaration before its first use. */
@@ -1038,19 +852,19 @@ int tc_slicer_emit_module_data(tc_slicer *s, tc_text *out)
         const tc_ptx_stmt *st = &m->stmts[i];
         int link = -1;
         if (st->kind == TC_STMT_VAR && !is_local_space(st->space)) {
-            link = LINK_VISIBLE;
+            link = TC_CANON_VISIBLE;
         } else if (st->kind == TC_STMT_ALIAS) {
-            link = LINK_KEEP;
+            link = TC_CANON_KEEP;
         } else if (st->kind == TC_STMT_FUNC && st->sym >= 0 && s->stamp[st->sym] == s->gen) {
             const tc_ptx_sym *y = &m->syms[st->sym];
             if (s->md[st->sym] || y->kind == TC_SYM_ALIAS)
-                link = LINK_VISIBLE;
+                link = TC_CANON_VISIBLE;
             else if (y->def >= 0)
-                link = LINK_DROP; /* an internal copy of a callee */
+                link = TC_CANON_DROP; /* an internal copy of a callee */
             else
-                link = LINK_KEEP; /* defined nowhere, e.g. vprintf */
+                link = TC_CANON_KEEP; /* defined nowhere, e.g. vprintf */
         }
-        if (link >= 0 && emit_stmt(s, out, st, link, 1))
+        if (link >= 0 && emit_stmt(s, out, st, link))
             goto done;
     }
     rc = 0;

@@ -5,13 +5,13 @@
  *   copies of the module-scope .shared/.local variables it uses, internal
  *   copies of every function it calls, then its entries.
  * - The *module data* object defines every variable exactly once (made
- *   .visible) plus every function whose address is taken, so pointer
+ *   .visible) plus every function whose address is taken or that declares
+ *   static storage (.global/.const/.shared inside its body), so pointer
  *   identity and shared state are exactly those of the whole module.
  *
- * All texts are canonical: comments dropped, whitespace normalized, local
- * labels renamed in order of definition, and every set emitted in name
+ * All texts are canonical (canon.h) and every set is emitted in name
  * order, so a text depends only on what it contains, never on where other
- * things sit in the module. */
+ * things sit in the module or on its layout. */
 #ifndef TC_PTX_SLICE_H
 #define TC_PTX_SLICE_H
 
@@ -56,8 +56,9 @@ uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
 /* Emits a unit holding entries idx[0..n) (indices in name order, sorted
  * ascending). *whole_program is set when the unit may be compiled with
  * whole-program code generation (ptxas -ewp): when it calls or takes the
- * address of no function of the module data (ptxas allows neither there)
- * and reads only .global variables, or .const ones under
+ * address of no function of the module data (ptxas allows neither there),
+ * makes no call through a register, and reads only .global variables, or
+ * .const ones under
  * tc_slicer_set_whole_program's conditions. 0 ok, -1 out of memory. */
 int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,
                         int *whole_program);

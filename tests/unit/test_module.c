@@ -90,7 +90,7 @@ static void test_structure(void)
     CHECK(ref_how(&m, "helper", "counter") == 0); /* only named in a comment */
 
     const tc_ptx_stmt *e = &m.stmts[m.syms[k1].def];
-    CHECK(e->uses_loc);
+    CHECK(e->loc_count == 1 && m.locfiles[e->loc_begin] == 1); /* the file its .loc names */
     CHECK(e->perf.maxntid[0] == 128 && e->perf.maxntid[1] == 1 && e->perf.maxntid[2] == 1);
     CHECK(e->perf.minnctapersm == 2);
     CHECK(e->param_count == 4);

@@ -101,8 +101,8 @@ static void test_contents(void)
     CHECK_CONTAINS(u1, ".extern .global .align 4 .u32 counter;");
     CHECK_CONTAINS(u1, "\n.func (.param .b32 r) helper"); /* internal copy */
     CHECK(strstr(u1, "= 5") == NULL);                     /* initializer stays in module data */
-    CHECK_CONTAINS(u1, "$__tcL1:");                       /* labels renamed in order */
-    CHECK_CONTAINS(u1, ".local .align 8 .b8 $__tcL0[8]");
+    CHECK_CONTAINS(u1, "\n$__tcL0:\nret;");               /* labels renamed in order */
+    CHECK_CONTAINS(u1, "\n.local .align 8 .b8 $__tcV1[8];\n"); /* so are .local names */
     CHECK(strstr(u1, "$L__BB0_2") == NULL);
     CHECK(strstr(u1, "taken") == NULL);                   /* k1 does not use it */
     CHECK(last_whole_program == 1); /* only variables of the module data: -ewp */
@@ -225,6 +225,180 @@ static void test_line_map(void)
     drop(&x);
 }
 
+/* Statics declared inside a function are one object per module: the
+ * function lives in the module data, and units call it there. */
+static void test_function_statics(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".func (.reg .b32 r) bump ()\n{\n .global .align 4 .u32 counter;\n"
+                       " atom.global.add.u32 r, [counter], 1;\n ret;\n}\n"
+                       ".func (.param .b32 rv) f ()\n{\n .shared .align 4 .u32 s;\n"
+                       " .reg .b32 %r<2>;\n ld.shared.u32 %r1, [s];\n st.param.b32 [rv], %r1;\n"
+                       " ret;\n}\n"
+                       ".visible .entry a () { .reg .b32 %r<2>; call (%r1), bump, (); ret; }\n"
+                       ".visible .entry b () { .reg .b32 %r<2>; call (%r1), bump, (); "
+                       "{ .param .b32 q; call.uni (q), f, (); } ret; }\n") == 0);
+    char *ua = unit_for(&x, "a"), *ub = unit_for(&x, "b");
+    CHECK_CONTAINS(ua, "\n.extern .func (.reg .b32 r) bump ();\n");
+    CHECK(strstr(ua, "counter") == NULL);
+    CHECK_CONTAINS(ub, "\n.extern .func (.param .b32 rv) f ();\n");
+    CHECK(strstr(ub, ".shared") == NULL);
+    free(ua);
+    free(ub);
+    tc_text md;
+    memset(&md, 0, sizeof md);
+    CHECK(tc_slicer_emit_module_data(x.s, &md) == 0);
+    CHECK_CONTAINS(md.text.data, ".visible .func (.reg .b32 r) bump ()\n{\n.global .align 4 .u32 counter;");
+    CHECK_CONTAINS(md.text.data, ".visible .func (.param .b32 rv) f ()\n{\n.shared .align 4 .u32 s;");
+    tc_text_free(&md);
+    drop(&x);
+}
+
+/* A name declared in an inner block hides the module symbol of the same
+ * name there only (../shared/repro/shadow_local.ptx). */
+static void test_shadowing(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".global .align 4 .u32 buf;\n"
+                       ".visible .entry k (.param .u64 out)\n{\n .reg .b32 %r<3>;\n {\n"
+                       " .local .align 4 .b8 buf[4];\n st.local.u32 [buf], 2;\n"
+                       " ld.local.u32 %r2, [buf];\n }\n st.global.u32 [buf], %r2;\n ret;\n}\n"
+                       ".visible .entry p (.param .u64 buf) { .reg .b64 %rd<2>;"
+                       " ld.param.u64 %rd1, [buf]; ret; }\n") == 0);
+    char *u = unit_for(&x, "k");
+    CHECK_CONTAINS(u, "\n.extern .global .align 4 .u32 buf;\n");
+    CHECK_CONTAINS(u, "\n{\n.local .align 4 .b8 $__tcV2[4];\nst.local.u32 [$__tcV2], 2;\n"
+                      "ld.local.u32 %r2, [$__tcV2];\n}\nst.global.u32 [buf], %r2;\n");
+    free(u);
+    u = unit_for(&x, "p"); /* the parameter hides the global: no reference, and */
+    CHECK(strstr(u, ".global") == NULL); /* ptxas never sees a hidden name */
+    CHECK_CONTAINS(u, ".visible .entry p (.param .u64 $__tcV0)\n");
+    CHECK_CONTAINS(u, "ld.param.u64 %rd1, [$__tcV0];");
+    free(u);
+    drop(&x);
+}
+
+/* Comments, blank lines and spacing never reach a unit's text. */
+static void test_layout_independence(void)
+{
+    mod a, b;
+    CHECK(build(&a, HDR ".global .u32 g;\n"
+                       ".func (.param .b32 r) h (.param .b32 x)\n{\n .reg .b32 %r<2>;\n"
+                       " ld.param.u32 %r1, [x];\n st.param.b32 [r], %r1;\n ret;\n}\n"
+                       ".visible .entry k (.param .u64 p, .param .u32 n) .maxntid 64, 1, 1\n{\n"
+                       " .reg .b32 %r<4>;\n ld.global.u32 %r1, [g+4];\n"
+                       " { .param .b32 a; .param .b32 b; call.uni (b), h, (a); }\n ret;\n}\n") == 0);
+    CHECK(build(&b, HDR "// a comment\n.global   .u32 g ;\n"
+                       ".func(.param .b32 r)\n   h(.param .b32 x)\n{\n\n .reg .b32 %r<2>; // regs\n"
+                       " ld.param.u32 %r1,[ x ] ;\n /* here */ st.param.b32 [r] ,%r1;\n\n ret;\n}\n"
+                       ".visible .entry k(\n  .param .u64 p,\n  .param .u32 n\n)\n.maxntid 64,1,1\n{\n"
+                       " .reg .b32 %r<4>;\n\n ld.global.u32 %r1, [ g + 4 ];\n"
+                       " {\n .param .b32 a;\n .param .b32 b;\n call.uni (b), h, (a);\n }\n ret;\n}\n") == 0);
+    char *ua = unit_for(&a, "k"), *ub = unit_for(&b, "k");
+    CHECK(ua && ub && strcmp(ua, ub) == 0);
+    free(ua);
+    free(ub);
+    drop(&a);
+    drop(&b);
+}
+
+/* Compiler-named constants are named by content: renumbering them, or
+ * another kernel that uses the same one (nvcc merges equal strings), leaves
+ * a kernel's unit as it was; where a generator repeats equal constants,
+ * one more for another kernel leaves the existing names too. */
+static void test_constants(void)
+{
+    static const char str[] = ".global .align 1 .b8 %s[3] = {104, 105, 0};\n";
+    static const char use[] =
+        ".visible .entry %s () { .reg .b64 %%rd<2>; mov.u64 %%rd1, %s; ret; }\n";
+    char a[1024], b[1024], c[1024], d[2048];
+    int n = snprintf(a, sizeof a, HDR);
+    n += snprintf(a + n, sizeof a - n, str, "$str$1");
+    snprintf(a + n, sizeof a - n, use, "k2", "$str$1");
+    /* b: k1 first, sharing the one constant, which nvcc now calls $str */
+    n = snprintf(b, sizeof b, HDR);
+    n += snprintf(b + n, sizeof b - n, str, "$str");
+    n += snprintf(b + n, sizeof b - n, use, "k1", "$str");
+    snprintf(b + n, sizeof b - n, use, "k2", "$str");
+    /* c: two equal constants, for k2 and k3; d: one more, for k1, first */
+    n = snprintf(c, sizeof c, HDR);
+    n += snprintf(c + n, sizeof c - n, str, "$str$1");
+    n += snprintf(c + n, sizeof c - n, str, "$str$2");
+    n += snprintf(c + n, sizeof c - n, use, "k2", "$str$1");
+    snprintf(c + n, sizeof c - n, use, "k3", "$str$2");
+    n = snprintf(d, sizeof d, HDR);
+    n += snprintf(d + n, sizeof d - n, str, "$str");
+    n += snprintf(d + n, sizeof d - n, use, "k1", "$str");
+    snprintf(d + n, sizeof d - n, "%s", c + strlen(HDR));
+    mod x[4];
+    const char *src[4] = {a, b, c, d};
+    char *u[4][2];
+    for (int i = 0; i < 4; i++) {
+        CHECK(build(&x[i], src[i]) == 0);
+        u[i][0] = unit_for(&x[i], "k2");
+        u[i][1] = unit_for(&x[i], "k3");
+    }
+    CHECK(u[0][0] && u[1][0] && strcmp(u[0][0], u[1][0]) == 0);
+    CHECK_CONTAINS(u[0][0], "mov.u64 %rd1, $__tcA");
+    CHECK(u[2][0] && u[3][0] && strcmp(u[2][0], u[3][0]) == 0);
+    CHECK(u[2][1] && u[3][1] && strcmp(u[2][1], u[3][1]) == 0);
+    CHECK(strcmp(u[2][0] + strlen(HDR), u[2][1] + strlen(HDR)) != 0); /* two objects */
+    for (int i = 0; i < 4; i++) {
+        free(u[i][0]);
+        free(u[i][1]);
+        drop(&x[i]);
+    }
+}
+
+/* A name that uses the reserved prefix keeps renaming off in its own
+ * function only. */
+static void test_reserved_prefix(void)
+{
+    char k1[1024], src[4096];
+    entry_text(k1, sizeof k1, "k1", 0, 0);
+    snprintf(src, sizeof src, HDR "%s"
+             ".visible .entry odd () { .reg .b32 $__tcL0; bra L; L: ret; }\n", k1);
+    mod x;
+    CHECK(build(&x, src) == 0);
+    char *u = unit_for(&x, "k1"), *o = unit_for(&x, "odd");
+    CHECK_CONTAINS(u, "bra $__tcL0;");
+    CHECK_CONTAINS(o, "bra L;\nL:\nret;");
+    free(u);
+    free(o);
+    drop(&x);
+}
+
+/* A unit's header holds the .file directives its .loc lines name. */
+static void test_files(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".file 1 \"a.cu\"\n.file 2 \"b.cu\"\n"
+                       ".visible .entry k () {\n.loc 2 10 1\n ret;\n}\n"
+                       ".visible .entry j () { ret; }\n") == 0);
+    char *u = unit_for(&x, "k"), *v = unit_for(&x, "j");
+    CHECK_CONTAINS(u, ".address_size 64\n.file 2 \"b.cu\"\n.visible .entry k ()\n{\n.loc 2 10 1\nret;\n}\n");
+    CHECK(strstr(v, ".file") == NULL);
+    free(u);
+    free(v);
+    drop(&x);
+}
+
+/* A unit that calls through a register stays relocatable: ptxas -ewp code
+ * cannot call a function of the module data through a pointer
+ * (../shared/repro/ewp_fnptr.cu). */
+static void test_indirect_calls(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".func (.param .b32 r) f (.param .b32 a) { ret; }\n"
+                       ".global .u64 table[1] = {f};\n"
+                       ".visible .entry k () { .reg .b64 %rd<2>; ld.global.u64 %rd1, [table];"
+                       " p: .callprototype (.param .b32 _) _ (.param .b32 _);"
+                       " { .param .b32 a; .param .b32 b; call (b), %rd1, (a), p; } ret; }\n") == 0);
+    free(unit_for(&x, "k"));
+    CHECK(last_whole_program == 0);
+    drop(&x);
+}
+
 static void expect_whole(const char *src, const char *why_part)
 {
     mod x;
@@ -259,5 +433,12 @@ int main(void)
     test_shared_function_edit();
     test_line_map();
     test_whole();
+    test_function_statics();
+    test_shadowing();
+    test_layout_independence();
+    test_constants();
+    test_reserved_prefix();
+    test_files();
+    test_indirect_calls();
     return check_report("test_slice");
 }
