@@ -402,6 +402,24 @@ int tc_build_compile(tc_build_ctx *b, tc_out_kind kind, const char *text, size_t
 
 /* ---- driver ---------------------------------------------------------------------- */
 
+/* Says so when text follows the NUL byte that ends the PTX (the driver
+ * ignores it too; trailing whitespace and NULs are common and say nothing). */
+static void note_after_nul(tc_build_ctx *b)
+{
+    size_t extra = 0;
+    for (size_t i = b->len + 1; i < b->input_len; i++)
+        extra += b->src[i] && !strchr(" \t\r\n", b->src[i]);
+    if (!extra)
+        return;
+    uint32_t line = 1;
+    for (size_t i = 0; i < b->len; i++)
+        line += b->src[i] == '\n';
+    tc_sb_printf(&b->r->diag,
+                 "%s:%u: note: the PTX text ends at a NUL byte here, as the CUDA driver reads "
+                 "it; the %zu bytes after it are ignored\n",
+                 b->name, line, b->input_len - b->len - 1);
+}
+
 static tc_status run(tc_build_ctx *b)
 {
     tc_status st = tc_build_prepare(b);
@@ -413,8 +431,9 @@ static tc_status run(tc_build_ctx *b)
                  b->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
         snprintf(b->plan, sizeof b->plan, "whole");
-    if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->len, &b->module_key) != 0)
+    if (tc_key_module(&b->kc, b->linker.id, b->plan, b->src, b->input_len, &b->module_key) != 0)
         return TC_ERR_NOMEM;
+    note_after_nul(b);
     if (!b->explain && b->store && b->o->module_tier && module_hit(b)) {
         b->delta.v[TC_C_MODULE_HITS]++;
         return TC_OK;
@@ -510,7 +529,8 @@ static tc_status entry(tc_cache *cache, const tc_options *opts, const void *ptx,
     if (tc_build_begin(&b, cache, opts, name, explain) != 0)
         return TC_ERR_NOMEM;
     b.src = ptx ? ptx : "";
-    b.len = size;
+    b.input_len = size;
+    b.len = tc_ptx_text_len(b.src, size);
     tc_status st = run(&b);
     *out = tc_build_finish(&b, st);
     return st;

@@ -36,7 +36,8 @@ typedef struct tc_build_ctx {
     tc_cache *cache;
     const tc_options *o;
     const char *src;
-    size_t len;
+    size_t len;             /* of the PTX text: up to the first NUL */
+    size_t input_len;       /* of the input, which the module key covers */
     const char *name;
     int explain;
     int lookup;             /* tc_lookup_group: counts no build */

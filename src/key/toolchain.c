@@ -3,6 +3,7 @@
 #include "toolchain.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ int tc_tool_find(const char *explicit_path, const char *env_var, const char *nam
     return -1;
 }
 
-/* ---- memo --------------------------------------------------------------- */
+/* ---- memo ----------------------------------------------------------------- */
 
 typedef struct memo {
     char *path;
@@ -93,17 +94,23 @@ static void memo_watch_forks(void)
 }
 static pthread_once_t memo_fork_once = PTHREAD_ONCE_INIT;
 
+/* A file is taken to be unchanged while its device, inode, size, and
+ * modification and status-change times are: replacing or rewriting a
+ * binary changes at least one of them, so a warm build neither hashes nor
+ * spawns anything. */
 static int same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 static void stamp(const struct stat *st, char *buf, size_t n)
 {
-    snprintf(buf, n, "%llu %llu %lld %lld %ld", (unsigned long long)st->st_dev,
+    snprintf(buf, n, "%llu %llu %lld %lld.%09ld %lld.%09ld", (unsigned long long)st->st_dev,
              (unsigned long long)st->st_ino, (long long)st->st_size,
-             (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+             (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec,
+             (long long)st->st_ctim.tv_sec, (long)st->st_ctim.tv_nsec);
 }
 
 static char *disk_memo_path(const char *memo_dir, const char *path)
@@ -124,7 +131,7 @@ static int read_disk_memo(const char *file, const struct stat *st, char *id, cha
     size_t len;
     if (tc_read_file(file, 1, &data, &len) != 0)
         return -1;
-    char want[128];
+    char want[160];
     stamp(st, want, sizeof want);
     int rc = -1;
     char *nl1 = strchr(data, '\n');
@@ -142,7 +149,41 @@ static int read_disk_memo(const char *file, const struct stat *st, char *id, cha
     return rc;
 }
 
-static int probe(const char *path, char *id, char *version, size_t vlen, tc_sb *err)
+/* SHA-256 of the file's bytes: a wrapper script, a patched build or
+ * another release prints the same --version banner as often as not, and
+ * only the bytes tell them apart (sccache keys its ptxas step the same
+ * way). */
+static int digest_file(const char *path, char *id, tc_sb *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    tc_hash *h = fd >= 0 ? tc_hash_new() : NULL;
+    if (!h) {
+        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(fd >= 0 ? ENOMEM : errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            tc_hash_update(h, buf, (size_t)n);
+    int saved = errno;
+    close(fd);
+    tc_digest d;
+    tc_hash_final(h, &d);
+    tc_hash_free(h);
+    if (n < 0) {
+        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(saved));
+        return -1;
+    }
+    tc_digest_hex(&d, id);
+    return 0;
+}
+
+/* The last non-empty line of `path --version`, for display
+ * ("Build cuda_13.0.r13.0/compiler.36424714_0"). */
+static int probe_version(const char *path, char *version, size_t vlen, tc_sb *err)
 {
     char *argv[] = {(char *)path, (char *)"--version", NULL};
     tc_sb out = TC_SB_INIT;
@@ -153,10 +194,6 @@ static int probe(const char *path, char *id, char *version, size_t vlen, tc_sb *
         tc_sb_free(&out);
         return -1;
     }
-    tc_digest d;
-    tc_digest_of(out.data, out.len, &d);
-    tc_digest_hex(&d, id);
-    /* last non-empty line, e.g. "Build cuda_13.0.r13.0/compiler.36424714_0" */
     char *end = out.data + out.len;
     while (end > out.data && (end[-1] == '\n' || end[-1] == '\r'))
         end--;
@@ -168,8 +205,10 @@ static int probe(const char *path, char *id, char *version, size_t vlen, tc_sb *
     return 0;
 }
 
-int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
-                     char *version, size_t vlen, tc_sb *err)
+/* The memoized identity of a file; with run_version, a program that must
+ * answer --version. */
+static int identify(const char *path, const char *memo_dir, int run_version,
+                    char id[TC_DIGEST_HEX_LEN + 1], char *version, size_t vlen, tc_sb *err)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -191,16 +230,18 @@ int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_H
     char *file = memo_dir ? disk_memo_path(memo_dir, path) : NULL;
     int found = file && read_disk_memo(file, &st, id, version, vlen) == 0;
     if (!found) {
-        if (probe(path, id, version, vlen, err) != 0) {
+        version[0] = '\0';
+        if ((run_version && probe_version(path, version, vlen, err) != 0) ||
+            digest_file(path, id, err) != 0) {
             free(file);
             return -1;
         }
         if (file && tc_mkdir_p(memo_dir, 0700) == 0) {
             tc_sb rec = TC_SB_INIT;
-            char s[128];
+            char s[160];
             stamp(&st, s, sizeof s);
             tc_sb_printf(&rec, "%s\n%s\n%s\n", s, id, version);
-            /* best effort: a memo that cannot be written costs one probe */
+            /* best effort: a memo that cannot be written costs one digest */
             (void)tc_write_atomic(file, rec.data, rec.len, 0600);
             tc_sb_free(&rec);
         }
@@ -219,4 +260,17 @@ int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_H
         free(m);
     }
     return 0;
+}
+
+int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+                     char *version, size_t vlen, tc_sb *err)
+{
+    return identify(path, memo_dir, 1, id, version, vlen, err);
+}
+
+int tc_file_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+                     tc_sb *err)
+{
+    char version[8];
+    return identify(path, memo_dir, 0, id, version, sizeof version, err);
 }

@@ -1,7 +1,8 @@
 /* toolchain: finds ptxas/nvlink and establishes their identity, which goes
- * into every key. Asking `ptxas --version` costs a process (tens of ms), so
- * identities are memoized by the binary's path, device, inode, size and
- * modification time: in this process, and on disk in the cache. */
+ * into every key: a SHA-256 of the binary's bytes. Hashing a 30 MB ptxas
+ * and asking its --version cost tens of milliseconds, so identities are
+ * memoized by the file's path, device, inode, size, modification and
+ * status-change times: in this process, and on disk in the cache. */
 #ifndef TC_KEY_TOOLCHAIN_H
 #define TC_KEY_TOOLCHAIN_H
 
@@ -19,10 +20,15 @@
 int tc_tool_find(const char *explicit_path, const char *env_var, const char *name,
                  char *out, size_t outlen);
 
-/* Identity of the tool at `path`: a digest of its `--version` output, and
- * that output's last non-empty line for display. memo_dir may be NULL (no
- * disk memo) and is created if missing. Returns 0, or -1 with a message. */
+/* Identity of the program at `path`: the digest of its bytes, and the
+ * last non-empty line of its `--version` output for display (a program
+ * that cannot answer --version is refused). memo_dir may be NULL (no disk
+ * memo) and is created if missing. Returns 0, or -1 with a message. */
 int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
                      char *version, size_t vlen, tc_sb *err);
+
+/* Identity of a library (the digest of its bytes), memoized the same way. */
+int tc_file_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+                     tc_sb *err);
 
 #endif

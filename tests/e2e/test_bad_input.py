@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+import elfsyms
 from tchelp import ROOT, build, stats
 
 BAD = sorted((ROOT / "tests" / "corpus" / "bad").glob("*.ptx"))
@@ -40,7 +41,8 @@ def test_the_bad_corpus_is_there():
 
 @pytest.mark.parametrize("text,line,message", [
     ("", 1, "missing .version"),
-    ("\x00\x01binary", 1, "a module must start with .version (found byte 0x00)"),
+    # the driver reads PTX up to the first NUL byte: here, nothing
+    ("\x00\x01binary", 1, "missing .version directive"),
     (".version 8.0\n.target sm_90\n.entry k() {\n" + "{" * 5000 + "}" * 5000 + "\nret; }\n",
      None, None),  # deep nesting is fine
     (".version 8.0\n.target sm_90\n.entry k() { ret; }\n.entry k() { ret; }\n", 4,
@@ -56,6 +58,38 @@ def test_odd_inputs(tmp_path, text, line, message):
         return
     assert p.returncode == 1
     assert f"{src}:{line}: error: {message}" in p.stderr, p.stderr
+
+
+NUL_MODULE = (".version 8.0\n.target sm_90\n.address_size 64\n"
+              ".visible .entry first() { ret; }\n")
+
+
+def test_text_ends_at_the_first_nul(tmp_path):
+    """JITs hand the driver NUL-terminated text and dumped modules end in
+    "\\0\\n": the text ends at the first NUL, as cuModuleLoadData reads it.
+    What follows is ignored, with a note unless it is only whitespace; the
+    module key still covers it (never the same record as the text alone)."""
+    cache = str(tmp_path / "cache")
+    plain, dumped, more = (tmp_path / n for n in ("plain.ptx", "dumped.ptx", "more.ptx"))
+    plain.write_text(NUL_MODULE)
+    dumped.write_bytes(NUL_MODULE.encode() + b"\0\n")
+    tail = b".visible .entry second() { ret; }\n"
+    more.write_bytes(NUL_MODULE.encode() + b"\0" + tail)
+    images = {}
+    for src in (plain, dumped, more):
+        out = tmp_path / (src.stem + ".cubin")
+        p = build(str(src), out, cache, "-v")
+        images[src.stem] = out.read_bytes()
+        assert ("module record hit" in p.stderr) is False, p.stderr
+        notes = [l for l in p.stderr.splitlines() if "NUL" in l]
+        if src is more:
+            assert notes == [f"{more}:5: note: the PTX text ends at a NUL byte here, as the "
+                             f"CUDA driver reads it; the {len(tail)} bytes after it are ignored"]
+        else:
+            assert notes == []
+    assert images["plain"] == images["dumped"] == images["more"]
+    assert elfsyms.kernels(images["more"]) == ["first"]
+    assert stats(cache)["compiles"] == 1  # the one unit, served to the other two
 
 
 def test_compile_error_keeps_good_units_only(tmp_path):
