@@ -79,3 +79,39 @@ def variables_in(path_or_bytes, section):
             if st_shndx in wanted and name and not name.startswith("."):
                 out[name] = value
     return out
+
+
+def section_sizes(path_or_bytes):
+    """{section name: size in bytes}."""
+    data = path_or_bytes
+    if isinstance(path_or_bytes, str):
+        with open(path_or_bytes, "rb") as f:
+            data = f.read()
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
+             for i in range(e_shnum)]
+    names_off = heads[e_shstrndx][4]
+    return {data[names_off + h[0]:data.index(b"\0", names_off + h[0])].decode("utf-8", "replace"):
+            h[5] for h in heads}
+
+
+def object_counts(path_or_bytes):
+    """How many variables of each name the image defines. ptxas names a
+    variable declared inside a function $__NAME__N, N a number of its own,
+    and taskcache names compiler-named constants ($str, __unnamed_1) by
+    content ($__tcA...): those are counted by kind instead of by name."""
+    import collections
+    import re
+    out = collections.Counter()
+    for n, t, _b, _o, shndx in symbols(path_or_bytes):
+        if t != STT_OBJECT or shndx == 0 or n.startswith("."):
+            continue
+        m = re.fullmatch(r"\$__(.+)__\d+", n)
+        if m and not n.startswith("$__tcA"):
+            out["$__" + m.group(1) + "__N"] += 1
+        elif n.startswith("$") or n.startswith("__unnamed_"):
+            out["(compiler-named constant)"] += 1
+        else:
+            out[n] += 1
+    return out

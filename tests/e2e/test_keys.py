@@ -3,7 +3,7 @@ change its machine code changes, and never because of unrelated entries."""
 
 import stat
 
-from tchelp import PTXAS, explain, nvcc_ptx, slice_keys
+from tchelp import PTXAS, build as tc_build, explain, nvcc_ptx, slice_keys, stats
 
 HEADER = r"""
 #include <cstdio>
@@ -149,3 +149,78 @@ def test_unit_keys_follow_slice_keys(tmp_path, cache):
     units_after = {e["name"]: e["unit_key"] for e in after["entries"]}
     changed_units = {units_after[k] for k in units_after if units_after[k] != units_before[k]}
     assert changed_units == {units_after["k_delta"]}
+
+
+def test_layout_does_not_change_keys(tmp_path, cache):
+    """Everything ptxas reads the same way keeps every key: comment lines and
+    blank lines inside bodies, spacing between tokens ([a] vs [ a ]), a
+    header directive moved to the next line, a reflowed prototype."""
+    ptx = module(tmp_path, "base", ORDER)
+    base = slice_keys(ptx, cache)
+    text = open(ptx).read()
+    assert "ld.param.u64" in text and "[k_alpha_param_0]" in text
+    text = (text.replace("ld.param.u64", "// a comment line\n\n\tld.param.u64", 1)
+                .replace("[k_alpha_param_0]", "[ k_alpha_param_0 ]")
+                .replace(".target sm_90", ".target\n   sm_90")
+                .replace(".visible .entry k_alpha(\n", ".visible .entry\nk_alpha\n(\n"))
+    relaid = tmp_path / "relaid.ptx"
+    relaid.write_text(text)
+    assert slice_keys(str(relaid), cache) == base
+
+
+def test_an_equal_string_added_earlier_keeps_keys(tmp_path, cache):
+    """nvcc numbers string constants by position ($str, $str$1, ...) and
+    merges equal ones: a kernel added first that prints the same text as
+    k_gamma shares and renumbers k_gamma's string, but not its name in any
+    slice."""
+    base = slice_keys(module(tmp_path, "base", ORDER), cache)
+    first = r"""
+extern "C" __global__ void k_first(float *o, int n) {
+    if (threadIdx.x < n) printf("gamma %d\n", n);
+}"""
+    after = slice_keys(module(tmp_path, "more", ORDER, extra=first), cache)
+    assert "k_first" in after
+    assert all(after[k] == base[k] for k in base)
+
+
+def test_reserved_names_and_files_elsewhere_keep_keys(tmp_path, cache):
+    """A kernel that names something with taskcache's reserved prefix, and a
+    .file directive that other kernels do not use, change no other key."""
+    ptx = module(tmp_path, "base", ORDER)
+    base = slice_keys(ptx, cache)
+    text = open(ptx).read()
+    odd = (".visible .entry k_odd()\n{\n\t.reg .b32 $__tcL0;\n\tmov.u32 $__tcL0, 1;\n"
+           "\tbra $L__odd;\n$L__odd:\n\tret;\n}\n")
+    text = text.replace(".address_size 64\n", ".address_size 64\n.file 7 \"other.cu\"\n") + odd
+    more = tmp_path / "more.ptx"
+    more.write_text(text)
+    after = slice_keys(str(more), cache)
+    assert "k_odd" in after
+    assert all(after[k] == base[k] for k in base)
+
+
+def test_compiler_identity_is_its_bytes(tmp_path, cache):
+    """A ptxas wrapper that adds -O0 prints the real --version banner; records
+    of the real ptxas are never served to it, and what it builds is what it
+    builds from scratch."""
+    ptx = module(tmp_path, "base", ORDER)
+    wrapper = tmp_path / "bin" / "ptxas"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!/bin/sh\nexec {PTXAS} \"$@\" -O0\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    real = tc_build(ptx, tmp_path / "real.cubin", cache, "--compiler", "ptxas")
+    assert real.returncode == 0
+    before = stats(cache)["compiles"]
+    wrapped = tc_build(ptx, tmp_path / "wrapped.cubin", cache, "--compiler", "ptxas",
+                       "--ptxas", str(wrapper))
+    assert stats(cache)["compiles"] > before  # nothing served from the real ptxas
+    fresh = tc_build(ptx, tmp_path / "fresh.cubin", None, "--compiler", "ptxas",
+                     "--ptxas", str(wrapper))
+    assert wrapped.returncode == fresh.returncode == 0
+    assert (tmp_path / "wrapped.cubin").read_bytes() == (tmp_path / "fresh.cubin").read_bytes()
+    assert (tmp_path / "wrapped.cubin").read_bytes() != (tmp_path / "real.cubin").read_bytes()
+    # the wrapper rewritten in place (same path, inode and size): a new identity
+    keys_o0 = slice_keys(ptx, cache, "--compiler", "ptxas", "--ptxas", str(wrapper))
+    wrapper.write_text(f"#!/bin/sh\nexec {PTXAS} \"$@\" -O1\n")
+    keys_o1 = slice_keys(ptx, cache, "--compiler", "ptxas", "--ptxas", str(wrapper))
+    assert all(keys_o1[k] != keys_o0[k] for k in keys_o0)

@@ -2,11 +2,12 @@
 """check_specs.py -- do the GPU test specs cover the CUDA corpus, and do they
 match the kernels' parameter lists? (No GPU needed.)
 
-For every tests/corpus/cuda/NAME.cu there must be tests/gpu/specs/NAME.spec
-(and no spec without a source). Each source is compiled with
-`nvcc -ptx -arch=sm_90`, plain and with -rdc=true (or the PTX is taken from
---ptx-dir, e.g. the output of tests/corpus/build_corpus.sh), and for both
-variants:
+For every tests/corpus/cuda/NAME.cu there must be tests/gpu/specs/NAME.spec;
+a handwritten tests/corpus/ptx/NAME.ptx may have one too (shapes only PTX
+can express), and no spec may be without a module. Each CUDA source is
+compiled with `nvcc -ptx -arch=sm_90`, plain and with -rdc=true (or the PTX
+is taken from --ptx-dir, e.g. the output of tests/corpus/build_corpus.sh),
+and for every variant:
 
   * every .entry of the PTX is launched by the spec, and every kernel the
     spec launches is an .entry of the PTX;
@@ -36,7 +37,18 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CUDA_DIR = os.path.join(ROOT, "tests", "corpus", "cuda")
+PTX_DIR = os.path.join(ROOT, "tests", "corpus", "ptx")
 SPEC_DIR = os.path.join(HERE, "specs")
+
+
+def module_variants(name):
+    """The corpus modules a spec NAME.spec runs: NAME and NAME.rdc for
+    cuda/NAME.cu, NAME for a handwritten ptx/NAME.ptx; [] for neither."""
+    if os.path.exists(os.path.join(CUDA_DIR, name + ".cu")):
+        return [name, name + ".rdc"]
+    if os.path.exists(os.path.join(PTX_DIR, name + ".ptx")):
+        return [name]
+    return []
 
 TYPE_SIZES = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
               "f32": 4, "f64": 8}
@@ -270,10 +282,14 @@ def main(argv=None):
         return 1
     names = [os.path.basename(s)[:-3] for s in sources]
     problems = []
+    hand = []  # handwritten PTX modules with a spec
     for s in specs:
         n = os.path.basename(s)[:-5]
-        if n not in names:
-            problems.append(f"{s}: no tests/corpus/cuda/{n}.cu for this spec")
+        if not module_variants(n):
+            problems.append(f"{s}: no tests/corpus/cuda/{n}.cu or tests/corpus/ptx/{n}.ptx "
+                            f"for this spec")
+        elif n not in names:
+            hand.append(n)
 
     tmp = None
     if args.ptx_dir:
@@ -297,14 +313,14 @@ def main(argv=None):
                 except (SpecError, subprocess.TimeoutExpired) as e:
                     problems.append(str(e))
     try:
-        for n in names:
+        for n in names + hand:
             spec = os.path.join(SPEC_DIR, n + ".spec")
             if not os.path.exists(spec):
                 problems.append(f"tests/corpus/cuda/{n}.cu has no spec {spec}")
                 continue
             ptx = {}
-            for v in (n, n + ".rdc"):
-                p = os.path.join(ptx_dir, v + ".ptx")
+            for v in module_variants(n):
+                p = os.path.join(ptx_dir if n in names or args.ptx_dir else PTX_DIR, v + ".ptx")
                 if os.path.exists(p):
                     ptx[v] = p
                 else:
@@ -319,7 +335,7 @@ def main(argv=None):
             tmp.cleanup()
     for p in problems:
         print(f"check_specs: ERROR: {p}")
-    print(f"check_specs: {len(names)} modules, {len(problems)} problem(s)"
+    print(f"check_specs: {len(names) + len(hand)} modules, {len(problems)} problem(s)"
           + ("" if gpu_run else " (gpu_run not built: its spec parser was not cross-checked)"))
     return 1 if problems else 0
 

@@ -36,6 +36,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import check_specs  # noqa: E402  (the spec <-> module mapping)
 
 START = time.time()
 LOG_FILE = None
@@ -279,7 +281,11 @@ def explain_dump(dir_a, dir_b, after_line):
 # whole-eager: the whole-module image again with CUDA_MODULE_LOADING=EAGER (the
 # others use the driver's default, lazy loading): tells a driver artifact from
 # a taskcache problem
-RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas", "cold-ewp")
+# cold-1 and cold-ewp-1 compile every kernel as a unit of its own (--unit-cost
+# 1): unit boundaries decide which functions a unit holds and whether it may
+# be compiled whole-program, so every build mode is run with both groupings
+RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas", "cold-ewp", "cold-1",
+        "cold-ewp-1")
 
 
 def identity_variant(args, base, variant):
@@ -326,6 +332,7 @@ def identity_variant(args, base, variant):
         row["notes"].append(f"cannot compare machine code: {e}")
     cache_a, cache_b = os.path.join(d, "cache"), os.path.join(d, "cache-ptxas")
     cache_c = os.path.join(d, "cache-ewp")
+    cache_d, cache_e = os.path.join(d, "cache-1"), os.path.join(d, "cache-ewp-1")
     runs = {
         "whole": ["--image", whole],
         "whole-eager": ["--image", whole],
@@ -339,6 +346,11 @@ def identity_variant(args, base, variant):
                        "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp": ["--ptx", ptx, "--cache", cache_c, "--whole-program-units",
                      "--expect-compiled", "all", "--expect-module-hit", "0"],
+        "cold-1": ["--ptx", ptx, "--cache", cache_d, "--unit-cost", "1",
+                   "--expect-compiled", "all", "--expect-module-hit", "0"],
+        "cold-ewp-1": ["--ptx", ptx, "--cache", cache_e, "--unit-cost", "1",
+                       "--whole-program-units", "--expect-compiled", "all",
+                       "--expect-module-hit", "0"],
     }
     env = {"TASKCACHE_COMPILER": None, "TASKCACHE_DIR": None}
     results = {}
@@ -444,14 +456,17 @@ def cmd_identity(args):
     sources = sorted(os.path.basename(s)[:-3] for s in glob.glob(os.path.join(ROOT, "tests",
                                                                                 "corpus", "cuda",
                                                                                 "*.cu")))
+    # handwritten PTX modules with a spec: shapes that only PTX expresses
+    hand = sorted(os.path.basename(s)[:-5] for s in glob.glob(os.path.join(args.specs, "*.spec"))
+                  if os.path.basename(s)[:-5] not in sources)
     rows = []
     todo = []
-    for base in sources:
+    for base in sources + hand:
         if not os.path.exists(os.path.join(args.specs, base + ".spec")):
             rows.append({"module": base, "result": "FAIL",
                          "problems": [f"no spec tests/gpu/specs/{base}.spec"]})
             continue
-        todo += [(base, base), (base, base + ".rdc")]
+        todo += [(base, v) for v in check_specs.module_variants(base)]
     log(f"(a) bitwise identity: {len(todo)} module variants x {len(RUNS)} runs, "
         f"{args.jobs} at a time" + (" [dry run: builds only, no GPU]" if args.dry_run else ""))
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as ex:

@@ -7,7 +7,8 @@
  * Usage
  * -----
  *   gpu_run --spec FILE.spec|auto --ptx IN.ptx --cache DIR [--compiler ptxas|inprocess]
- *           [--arch sm_90] [--jobs N] [--expect-compiled N|all] [--expect-module-hit 0|1]
+ *           [--arch sm_90] [--jobs N] [--whole-program-units] [--unit-cost N]
+ *           [--expect-compiled N|all] [--expect-module-hit 0|1]
  *           --seed S --out RESULT.txt           build with tc_build, load with tc_module_load, run
  *   gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt
  *                                               load a prebuilt image with tc_module_load_image, run
@@ -1088,6 +1089,7 @@ typedef struct options {
     int expect_module_hit;       /* -1 = not checked */
     int compiler;                /* -1 = default */
     int whole_program_units;     /* tc_options_set_unit_code(WHOLE_PROGRAM) */
+    unsigned unit_cost;          /* tc_options_set_unit_cost (0: the default) */
     int jobs;
     uint64_t seed;
     int have_seed;
@@ -1166,6 +1168,8 @@ static void parse_options(int argc, char **argv, options *o)
             }
         } else if (!strcmp(a, "--whole-program-units")) {
             o->whole_program_units = 1;
+        } else if (!strcmp(a, "--unit-cost")) {
+            o->unit_cost = (unsigned)strtoul(NEXT(), NULL, 10);
         } else if (!strcmp(a, "--jobs"))
             o->jobs = atoi(NEXT());
         else if (!strcmp(a, "--seed")) {
@@ -1273,6 +1277,8 @@ static void do_build(const options *o, const unsigned char *ptx, size_t ptx_len,
     if (o->whole_program_units &&
         tc_options_set_unit_code(to, TC_UNIT_CODE_WHOLE_PROGRAM) != TC_OK)
         die(2, "tc_options_set_unit_code refused whole-program units");
+    if (o->unit_cost && tc_options_set_unit_cost(to, o->unit_cost) != TC_OK)
+        die(2, "tc_options_set_unit_cost refused %u", o->unit_cost);
     tc_status st = tc_build(cache, to, ptx, ptx_len, o->ptx, &b->result);
     if (!b->result)
         die(1, "tc_build(%s) failed without a result: %s", o->ptx, tc_status_name(st));
