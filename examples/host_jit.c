@@ -10,8 +10,11 @@
  * module with one kernel NAME(const float *x, float *y, int n). Before any
  * of that it asks taskcache for a group manifest keyed by the file's bytes:
  * on a hit, neither front end nor codegen runs. Otherwise each task is keyed
- * by its IR, and codegen runs only for tasks the cache lacks. Every task
- * carries host metadata (its block size and what it reads and writes).
+ * by everything its codegen reads: its IR and its name (the kernel is named
+ * after the task); the target, which codegen writes into the PTX, is in
+ * every key already. Codegen runs only for tasks the cache lacks. Every
+ * task carries host metadata (its block size and what it reads and
+ * writes).
  *
  *     host_jit [--cache-dir DIR] [--arch sm_90] [--load] TASKS.txt OUT.cubin
  *
@@ -32,7 +35,8 @@
 typedef struct task_ir {
     char name[64];
     char ir[512];            /* what the task's code depends on */
-    char key[600];           /* "name|ir": the bytes its PTX is a function of */
+    char key[600];           /* "name|ir": everything codegen reads for it but the
+                                target, which taskcache keys on itself */
 } task_ir;
 
 static double now(void)
@@ -120,6 +124,7 @@ static int front_end(char *text, task_ir **out, size_t *count)
 
 typedef struct host_state {
     const task_ir *ir;
+    const char *arch;        /* the PTX's .target */
     int codegen_calls;       /* only touched under serialized codegen */
 } host_state;
 
@@ -164,7 +169,7 @@ static void codegen(void *user, size_t index, const tc_task *task, tc_codegen *o
     }
     char ptx[4096];
     int n = snprintf(ptx, sizeof ptx,
-                     ".version 8.0\n.target sm_90\n.address_size 64\n"
+                     ".version 8.0\n.target %s\n.address_size 64\n"
                      ".visible .entry %s(.param .u64 x, .param .u64 y, .param .u32 n)\n"
                      ".maxntid 256, 1, 1\n{\n"
                      "  .reg .pred %%p<2>;\n  .reg .b32 %%r<6>;\n  .reg .f32 %%f<4>;\n"
@@ -178,7 +183,7 @@ static void codegen(void *user, size_t index, const tc_task *task, tc_codegen *o
                      "  mul.wide.u32 %%rd5, %%r5, 4;\n  add.s64 %%rd6, %%rd3, %%rd5;\n"
                      "  add.s64 %%rd7, %%rd4, %%rd5;\n  ld.global.f32 %%f1, [%%rd6];\n"
                      "%s  st.global.f32 [%%rd7], %%f2;\nDONE:\n  ret;\n}\n",
-                     t->name, body);
+                     h->arch, t->name, body);
     if (n < 0 || (size_t)n >= sizeof ptx) {
         tc_codegen_fail(out, "generated PTX too long");
         return;
@@ -275,7 +280,7 @@ int main(int argc, char **argv)
             tasks[i].key = ir[i].key;
             tasks[i].key_size = strlen(ir[i].key);
         }
-        host_state hs = {ir, 0};
+        host_state hs = {ir, arch, 0};
         tc_host host = {VERSION, codegen, &hs, 1, text, len};
         st = tc_build_tasks(cache, opts, &host, tasks, n, &r);
         codegen_calls = hs.codegen_calls;
@@ -283,9 +288,10 @@ int main(int argc, char **argv)
         free(ir);
         free(copy);
     }
-    if (st != TC_OK) {
+    if (st != TC_OK) { /* a result, when there is one, says why */
         fprintf(stderr, "%s", r ? tc_result_diagnostics(r) : "");
         fprintf(stderr, "host_jit: build failed (%s)\n", tc_status_name(st));
+        tc_result_free(r);
         return 1;
     }
     if (tc_result_write_image(r, out_path, &err) != TC_OK) {

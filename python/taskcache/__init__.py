@@ -28,17 +28,21 @@ message (and, for builds, the diagnostics with file:line).
 import contextlib
 import ctypes
 import ctypes.util
+import hashlib
 import os
 import pathlib
+import sys
+import sysconfig
 import threading
 import traceback
+import types
 import weakref
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "Cache", "Options", "Result", "Entry", "Param", "Report", "Task", "TaskInfo", "Module",
-    "Kernel", "TaskcacheError", "library_version", "have_inprocess_compiler",
+    "Kernel", "TaskcacheError", "library_version", "have_inprocess_compiler", "function_key",
 ]
 
 # ---- the C library --------------------------------------------------------------------
@@ -585,6 +589,187 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ---- keys for Python functions ----------------------------------------------------------------
+
+def function_key(fn, *extra, lines: bool = False) -> bytes:
+    """A task key for a Python function that a JIT compiles (numba, say):
+    32 bytes that change whenever anything the compiled code can depend on
+    changes on the Python side. They cover fn's bytecode, constants and
+    names; its defaults; the values of its closure cells and of the globals
+    it reads (JITs such as numba freeze those into the code); recursively,
+    the same for the Python functions it reaches that way (helpers, device
+    functions; an object with a py_func attribute, such as a numba
+    dispatcher, counts as its py_func); the interpreter's bytecode format;
+    and each of extra, for what the host adds: the signature, the target,
+    compile options.
+
+    Functions, classes and modules of installed packages and of the
+    standard library count by name only (except those of fn's own package):
+    put the versions of the packages that compile (numba, its NVVM...) in
+    the version string given to build_tasks. A global whose repr is not
+    stable (the default "<... at 0x...>") makes the key differ in every
+    process: never a stale hit, never a hit at all. lines=True adds the
+    file name and line numbers, for output with line information."""
+    h = hashlib.sha256()
+    root = getattr(fn, "py_func", fn)
+    state = _KeyState(h, lines, _top_package(getattr(root, "__module__", None)))
+    state.put("python", sys.implementation.cache_tag)
+    state.value(root, ())
+    for x in extra:
+        state.value(x, ())
+    return h.digest()
+
+
+def _top_package(module_name):
+    return (module_name or "").partition(".")[0]
+
+
+def _library_paths():
+    paths = set()
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(name)
+        if p:
+            paths.add(os.path.realpath(p))
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        paths.add(os.path.realpath(os.path.join(p, "lib")))
+    return tuple(sorted(paths))
+
+
+class _KeyState:
+    def __init__(self, h, lines, own_package):
+        self.h, self.lines, self.own = h, lines, own_package
+        self.seen = {}
+        self.libs = None
+
+    def put(self, tag, data):
+        data = data if isinstance(data, bytes) else str(data).encode("utf-8", "surrogatepass")
+        self.h.update(f"{tag}:{len(data)}:".encode())
+        self.h.update(data)
+
+    def library(self, module_name) -> bool:
+        """A module of the standard library or of an installed package
+        (other than fn's own), which counts by name."""
+        if not module_name or _top_package(module_name) == self.own:
+            return False
+        mod = sys.modules.get(module_name)
+        path = getattr(mod, "__file__", None)
+        if mod is None or path is None:
+            return True  # built in
+        if self.libs is None:
+            self.libs = _library_paths()
+        path = os.path.realpath(path)
+        return any(path.startswith(p + os.sep) for p in self.libs)
+
+    def value(self, v, names):
+        """names: the attribute names the code that reached v uses (what of
+        a module it can read)."""
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            self.put(type(v).__name__, repr(v))
+        elif isinstance(v, (tuple, list)):
+            self.put(type(v).__name__, len(v))
+            for x in v:
+                self.value(x, names)
+        elif isinstance(v, dict):
+            self.put("dict", len(v))
+            for k in sorted(v, key=repr):
+                self.value(k, names)
+                self.value(v[k], names)
+        elif isinstance(v, (set, frozenset)):
+            self.put(type(v).__name__, len(v))
+            for x in sorted(v, key=repr):
+                self.value(x, names)
+        elif isinstance(v, types.CodeType):
+            self.code(v)
+        elif hasattr(v, "py_func") and isinstance(v.py_func, types.FunctionType):
+            self.value(v.py_func, names)
+        elif isinstance(v, types.FunctionType):
+            self.function(v)
+        elif isinstance(v, types.ModuleType):
+            self.module(v, names)
+        elif isinstance(v, type) or (callable(v) and not hasattr(v, "dtype")):
+            self.put("named", f"{getattr(v, '__module__', '')}."
+                              f"{getattr(v, '__qualname__', repr(v))}")
+        elif all(hasattr(v, a) for a in ("dtype", "shape", "tobytes")):  # arrays, numpy scalars
+            self.put("array", f"{v.dtype} {tuple(v.shape)}")
+            self.put("data", v.tobytes())
+        else:
+            self.put(f"{type(v).__module__}.{type(v).__qualname__}", repr(v))
+
+    def once(self, v, what) -> bool:
+        if id(v) in self.seen:
+            self.put("again", self.seen[id(v)])
+            return False
+        self.seen[id(v)] = len(self.seen)
+        self.put(what, self.seen[id(v)])
+        return True
+
+    def code(self, c):
+        self.put("code", c.co_code)
+        self.put("shape", (c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount,
+                           c.co_flags, c.co_names, c.co_varnames, c.co_freevars, c.co_cellvars))
+        for k in c.co_consts:
+            self.value(k, ())
+        if self.lines:
+            self.put("where", (c.co_filename, c.co_firstlineno))
+            self.put("lines", getattr(c, "co_linetable", None) or c.co_lnotab)
+
+    def function(self, f):
+        name = f"{f.__module__}.{f.__qualname__}"
+        if self.library(f.__module__):
+            self.put("named", name)
+            return
+        if not self.once(f, "function"):
+            return
+        self.put("function", name)
+        self.code(f.__code__)
+        self.value(f.__defaults__, ())
+        self.value(f.__kwdefaults__, ())
+        for cell in f.__closure__ or ():
+            try:
+                self.value(cell.cell_contents, ())
+            except ValueError:  # an empty cell
+                self.put("cell", "empty")
+        used = _names_used(f.__code__)
+        g = f.__globals__
+        builtins_ = g.get("__builtins__", {})
+        builtins_ = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
+        for n in sorted(used):
+            if n in g:
+                self.put("global", n)
+                self.value(g[n], used)
+            elif n in builtins_:
+                self.put("builtin", n)
+
+    def module(self, m, names):
+        self.put("module", m.__name__)
+        if self.library(m.__name__):
+            # what the code reads of it: data by value, the rest by name
+            for n in sorted(names):
+                if n in vars(m):
+                    a = vars(m)[n]
+                    self.put("attr", n)
+                    if callable(a) or isinstance(a, types.ModuleType):
+                        self.put("named", f"{m.__name__}.{n}")
+                    else:
+                        self.value(a, ())
+            return
+        if not self.once(m, "module"):
+            return
+        for n in sorted(names):
+            if n in vars(m):
+                self.put("attr", n)
+                self.value(vars(m)[n], names)
+
+
+def _names_used(code) -> set:
+    """Global and attribute names a code object and its nested ones use."""
+    names = set(code.co_names)
+    for k in code.co_consts:
+        if isinstance(k, types.CodeType):
+            names |= _names_used(k)
+    return names
 
 
 # ---- the cache ----------------------------------------------------------------------------
