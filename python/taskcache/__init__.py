@@ -882,7 +882,9 @@ class Cache:
         Ctrl-C (KeyboardInterrupt), or KeyboardInterrupt or SystemExit
         raised by codegen, cancels the build: no further codegen call or
         compile starts, those running finish, nothing is stored, and the
-        exception propagates.
+        exception propagates. (Called from the main thread, the build runs
+        on a helper thread while the main thread waits, so that Ctrl-C
+        arrives at once: codegen never runs on the main thread.)
 
         serialize=True: one call of this codegen at a time, across every
         build of the process (threads sharing one codegen take turns; for
