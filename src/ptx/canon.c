@@ -174,10 +174,17 @@ static int has_prefix(const tc_tok *t)
            !memcmp(t->p, TC_CANON_PREFIX, sizeof TC_CANON_PREFIX - 1);
 }
 
-static int collect_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, labels *l)
+/* Declarations renamed in order of definition: .local variables (nvcc
+ * numbers its __local_depotN by the function's position). Parameters keep
+ * their names: ptxas 13.0 crashed on units whose functions shared renamed
+ * parameter names with .texref parameters among them. */
+static int renamed_space(uint16_t space) { return space == TC_SPACE_LOCAL; }
+
+static int collect_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, size_t cut,
+                          labels *l)
 {
     tc_body w;
-    tc_body_init(&w, m->src + st->start, st->end - st->start, st->line);
+    tc_body_init(&w, m->src + st->start, cut - st->start, st->line);
     tc_body_tok b;
     uint32_t next = 0;
     tc_tok kept[8];     /* prefixed names that are renamed only if labels */
@@ -191,8 +198,7 @@ static int collect_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, labels 
                 next++;
         } else if ((b.role == TC_BODY_DECL || b.role == TC_BODY_NAME ||
                     b.role == TC_BODY_CALLEE) && has_prefix(t)) {
-            if (b.local ? b.space != TC_SPACE_LOCAL && !tc_map_get(&m->symtab, t->p, t->len)
-                        : b.role != TC_BODY_NAME || nkept == 8)
+            if (b.local ? !renamed_space(b.space) : b.role != TC_BODY_NAME || nkept == 8)
                 l->rename = 0;
             else if (!b.local)
                 kept[nkept++] = *t;
@@ -206,18 +212,20 @@ static int collect_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, labels 
     return oom ? -1 : 0;
 }
 
-static void put_function(writer *w)
+/* Tokens of function st in [st->start, cut): the whole function, or its
+ * prototype for a declaration. */
+static void put_function(writer *w, size_t cut)
 {
     const tc_ptx_stmt *st = w->st;
     labels l;
     memset(&l, 0, sizeof l);
-    if (collect_labels(w->m, st, &l) != 0) {
+    if (collect_labels(w->m, st, cut, &l) != 0) {
         w->out->text.oom = 1;
         tc_map_free(&l.map);
         return;
     }
     tc_body b;
-    tc_body_init(&b, w->m->src + st->start, st->end - st->start, st->line);
+    tc_body_init(&b, w->m->src + st->start, cut - st->start, st->line);
     tc_body_tok k;
     char name[32];
     while (tc_body_next(&b, &k) == 1) {
@@ -229,8 +237,7 @@ static void put_function(writer *w)
         uint32_t *v;
         int named = k.role == TC_BODY_LABEL || k.role == TC_BODY_DECL ||
                     k.role == TC_BODY_NAME || k.role == TC_BODY_CALLEE;
-        if (l.rename && k.local && named &&
-            (k.space == TC_SPACE_LOCAL || tc_map_get(&w->m->symtab, t->p, t->len))) {
+        if (l.rename && k.local && named && renamed_space(k.space)) {
             len = (size_t)snprintf(name, sizeof name, TC_CANON_PREFIX "V%u", k.decl);
             text = name;
         } else if (l.rename && !k.local &&
@@ -272,8 +279,8 @@ int tc_canon_stmt(const tc_ptx_module *m, const tc_canon_name *names, const tc_p
 {
     writer w;
     writer_init(&w, m, names, st, link, out);
-    if (st->kind == TC_STMT_FUNC && st->has_body)
-        put_function(&w);
+    if (st->kind == TC_STMT_FUNC)
+        put_function(&w, st->end);
     else
         put_tokens(&w, st->end, blank);
     tc_sb_putc(&out->text, '\n');
@@ -285,7 +292,10 @@ int tc_canon_decl(const tc_ptx_module *m, const tc_canon_name *names, const tc_p
 {
     writer w;
     writer_init(&w, m, names, st, link, out);
-    put_tokens(&w, cut, NULL);
+    if (st->kind == TC_STMT_FUNC)
+        put_function(&w, cut);
+    else
+        put_tokens(&w, cut, NULL);
     tc_sb_puts(&out->text, ";\n");
     return out->text.oom ? -1 : 0;
 }
@@ -307,7 +317,8 @@ static int is_anonymous(const tc_ptx_module *m, const tc_ptx_sym *y)
  * and initializer, its own name blanked (nvcc merges equal strings, so
  * this name alone is unique in its output). Generators that repeat equal
  * constants get names that also hold the constant's owner, the first
- * symbol in name order whose statement refers to it, and among equal
+ * symbol in name order whose statement refers to it (other than such a
+ * constant), and among equal
  * constants of one owner their order: an equal constant added for another
  * kernel then leaves the existing names alone, except when it is the
  * first repetition of a constant that was unique. */
@@ -361,7 +372,9 @@ int tc_canon_name_constants(const tc_ptx_module *m, const uint32_t *rank, tc_can
         owner[i] = none;
     for (size_t i = 0; i < m->nstmts; i++) {
         const tc_ptx_stmt *st = &m->stmts[i];
-        for (uint32_t r = 0; st->sym >= 0 && r < st->ref_count; r++) {
+        if (st->sym < 0 || is_anonymous(m, &m->syms[st->sym]))
+            continue; /* owners have names of their own */
+        for (uint32_t r = 0; r < st->ref_count; r++) {
             uint32_t y = m->refs[st->ref_begin + r].sym;
             if (owner[y] == none || rank[st->sym] < rank[owner[y]])
                 owner[y] = (uint32_t)st->sym;

@@ -10,10 +10,7 @@
  *   keep the input's separation: "<<" is one operator, "- -1" two);
  * - labels and .local variables of a function are renamed in order of
  *   definition (nvcc numbers them by the function's position in the
- *   module: $L__BB12_3, __local_depot12), and so is every parameter or
- *   block-local name that hides a module symbol (ptxas 13.0 resolves such
- *   a parameter to the module symbol when another function follows it, so
- *   ptxas is never shown a hidden name); unless the function itself names
+ *   module: $L__BB12_3, __local_depot12), unless the function itself names
  *   something else with the reserved prefix, which could then collide;
  * - internal compiler-named constants ($str, $str$1, __unnamed_1: numbered
  *   by position in the module) get names derived from their content

@@ -23,6 +23,8 @@ typedef struct parser {
     uint32_t *mark;  /* per symbol: statement index + 1 that last referenced it */
     uint32_t *pos;   /* per symbol: index of that reference in m->refs */
     size_t mark_cap;
+    tc_tok *params_seen; /* parameter names of functions with a body */
+    size_t nparams_seen, cap_params_seen;
     int seen_function;
 } parser;
 
@@ -491,7 +493,12 @@ static void parse_variable(parser *p, tc_tok first, tc_linkage linkage)
                     return;
                 }
             } else if (c == '=' && depth == 0) {
-                st->init = off(p, &t);
+                if (in_init) {
+                    fail(p, t.line, "a second '=' in one variable declaration");
+                    return;
+                }
+                if (!st->init) /* the first declarator's */
+                    st->init = off(p, &t);
                 in_init = 1;
             } else if (c == ',' && depth == 0) {
                 whole(p->m, "several variables declared in one statement (line %u)",
@@ -706,6 +713,10 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
                                 b.space == TC_SPACE_SHARED || b.space == TC_SPACE_TEX))
                 st->static_vars = 1;
+            if (w.depth == 0 && GROW(p->params_seen, p->nparams_seen, p->cap_params_seen) == 0)
+                p->params_seen[p->nparams_seen++] = *t;
+            else if (w.depth == 0)
+                oom(p);
             break;
         case TC_BODY_CALLEE: {
             int32_t sym = b.local ? -1 : find_sym(p, t->p, t->len);
@@ -856,6 +867,23 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
     }
 }
 
+/* A parameter named like a module symbol hides it in the function, but
+ * ptxas 13.0 resolves the name to the module symbol when another function
+ * follows: what the module means then depends on the order of its
+ * functions, which units change. Such modules are compiled whole. */
+static void check_hidden_names(parser *p)
+{
+    for (size_t i = 0; i < p->nparams_seen; i++) {
+        const tc_tok *t = &p->params_seen[i];
+        if (find_sym(p, t->p, t->len) >= 0) {
+            whole(p->m, "parameter '%.*s' at line %u is named like a module symbol, which "
+                        "ptxas resolves differently depending on the functions that follow",
+                  (int)(t->len > 64 ? 64 : t->len), t->p, t->line);
+            return;
+        }
+    }
+}
+
 /* ---- module level ------------------------------------------------------- */
 
 static void parse_module(parser *p)
@@ -945,6 +973,7 @@ static void parse_module(parser *p)
     }
     if (p->failed)
         return;
+    check_hidden_names(p);
     if (p->m->version_stmt < 0)
         fail(p, p->tok.line, "missing .version directive (the input is empty)");
     else if (p->m->target_stmt < 0)
@@ -972,6 +1001,7 @@ int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *er
     parse_module(&p);
     free(p.mark);
     free(p.pos);
+    free(p.params_seen);
     if (p.failed) {
         tc_ptx_module_free(m); /* callers free only what parsed */
         return -1;

@@ -144,27 +144,40 @@ static const tc_ptx_stmt *sym_stmt(const tc_ptx_module *m, uint32_t sym)
     return &m->stmts[s->def >= 0 ? s->def : s->decl];
 }
 
-static int cmp_name(const tc_ptx_module *m, uint32_t a, uint32_t b)
+/* The name a symbol is emitted under. */
+static const char *emitted_name(const tc_ptx_module *m, const tc_canon_name *names, uint32_t i,
+                                size_t *len)
 {
-    const tc_ptx_sym *x = &m->syms[a], *y = &m->syms[b];
-    size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->name, y->name, n);
-    if (c)
-        return c;
-    return (x->len > y->len) - (x->len < y->len);
+    if (names && names[i][0]) {
+        *len = strlen(names[i]);
+        return names[i];
+    }
+    *len = m->syms[i].len;
+    return m->syms[i].name;
 }
 
-/* Merge sort of symbol ids by name (no qsort_r in C11). */
-static void sort_by_name(const tc_ptx_module *m, uint32_t *a, uint32_t *tmp, size_t n)
+static int cmp_name(const tc_ptx_module *m, const tc_canon_name *names, uint32_t a, uint32_t b)
+{
+    size_t la, lb;
+    const char *x = emitted_name(m, names, a, &la), *y = emitted_name(m, names, b, &lb);
+    int c = memcmp(x, y, la < lb ? la : lb);
+    if (c)
+        return c;
+    return (la > lb) - (la < lb);
+}
+
+/* Merge sort of symbol ids by emitted name (no qsort_r in C11). */
+static void sort_by_name(const tc_ptx_module *m, const tc_canon_name *names, uint32_t *a,
+                         uint32_t *tmp, size_t n)
 {
     if (n < 2)
         return;
     size_t h = n / 2;
-    sort_by_name(m, a, tmp, h);
-    sort_by_name(m, a + h, tmp, n - h);
+    sort_by_name(m, names, a, tmp, h);
+    sort_by_name(m, names, a + h, tmp, n - h);
     size_t i = 0, j = h, k = 0;
     while (i < h && j < n)
-        tmp[k++] = cmp_name(m, a[i], a[j]) <= 0 ? a[i++] : a[j++];
+        tmp[k++] = cmp_name(m, names, a[i], a[j]) <= 0 ? a[i++] : a[j++];
     while (i < h)
         tmp[k++] = a[i++];
     while (j < n)
@@ -381,11 +394,19 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
     if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo || !order ||
         !tmp)
         goto done;
-    for (size_t i = 0; i < m->nsyms; i++)
-        order[i] = (uint32_t)i;
-    sort_by_name(m, order, tmp, m->nsyms);
-    for (size_t i = 0; i < m->nsyms; i++)
-        s->rank[order[i]] = (uint32_t)i;
+    /* Everything is emitted in name order, compiler-named constants by the
+     * names canon.h gives them (their own are positions in the module). */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < m->nsyms; i++)
+            order[i] = (uint32_t)i;
+        sort_by_name(m, s->names, order, tmp, m->nsyms);
+        for (size_t i = 0; i < m->nsyms; i++)
+            s->rank[order[i]] = (uint32_t)i;
+        if (pass == 0 && tc_canon_name_constants(m, s->rank, &s->names) != 0)
+            goto done;
+        if (!s->names)
+            break;
+    }
     for (size_t i = 0; i < m->nsyms; i++) {
         const tc_ptx_sym *y = &m->syms[order[i]];
         if (y->kind == TC_SYM_FUNC && y->is_entry && y->def >= 0)
@@ -432,8 +453,6 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
             goto oom;
         s->cost[i] = c.cost > UINT32_MAX ? UINT32_MAX : (uint32_t)c.cost;
     }
-    if (tc_canon_name_constants(m, s->rank, &s->names) != 0)
-        goto oom;
     rc = 0;
     goto done;
 oom:

@@ -26,6 +26,22 @@ def test_unsplittable_module_is_compiled_whole_and_says_why(tmp_path):
     assert info["mode"] == "whole" and "debug sections" in info["whole_reason"]
 
 
+def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
+    """ptxas resolves a parameter named like a module variable to the variable
+    when another function follows: the meaning depends on function order,
+    which splitting changes, so the module is built whole, like ptxas does."""
+    src = os.path.join(corpus_dir(), "param_hides_global.ptx")
+    p = build(src, tmp_path / "a.cubin", None, "--compiler", "ptxas")
+    assert ("note: compiled whole, not split: parameter 'ph_out' at line 13 is named like a "
+            "module symbol") in p.stderr
+    from tchelp import PTXAS
+    run([PTXAS, f"-arch={ARCH}", src, "-o", tmp_path / "ptxas.cubin"])
+    assert elfsyms.kernels(str(tmp_path / "a.cubin")) == ["ph_first", "ph_second"]
+    sizes = [{n: v for n, v in elfsyms.section_sizes(str(tmp_path / f)).items()
+              if not n.startswith(".note")} for f in ("a.cubin", "ptxas.cubin")]
+    assert sizes[0] == sizes[1]  # the same code (the tool notes name the command line)
+
+
 def test_no_split_switch(tmp_path):
     src = os.path.join(corpus_dir(), "helpers.ptx")
     p = build(src, tmp_path / "w.cubin", None, "--no-split")

@@ -1,12 +1,15 @@
 /* libFuzzer target: the PTX parser and slicer. Any input must parse or
  * fail cleanly; a parsed module must slice, group and emit every unit and
  * the module data without crashing, leaking or hanging, and every emitted
- * unit must itself parse (the slicer only produces well-formed PTX). */
+ * unit must itself parse (the slicer only produces well-formed PTX). Text
+ * is canonical: a unit sliced again, as one unit of all its kernels, gives
+ * back the same text. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx/body.h"
 #include "ptx/module.h"
 #include "ptx/slice.h"
 #include "ptx/units.h"
@@ -27,6 +30,64 @@ static void check_reparses(const tc_text *t)
     }
 }
 
+/* Whether a function names a module symbol declared only after it. PTX
+ * forbids it (ptxas rejects the module) and the parser, reading in one
+ * pass, does not count it as a reference; in a unit the declaration may
+ * come first, so such inputs are no fixed points, and no concern. */
+static int names_later_symbol(const tc_ptx_module *m)
+{
+    for (size_t i = 0; i < m->nstmts; i++) {
+        const tc_ptx_stmt *st = &m->stmts[i];
+        if (st->kind != TC_STMT_FUNC || !st->has_body)
+            continue;
+        tc_body w;
+        tc_body_init(&w, m->src + st->start, st->end - st->start, st->line);
+        tc_body_tok b;
+        int later = 0;
+        while (!later && tc_body_next(&w, &b) == 1) {
+            uint32_t *v;
+            if ((b.role == TC_BODY_NAME || b.role == TC_BODY_CALLEE) && !b.local &&
+                (v = tc_map_get(&m->symtab, b.tok.p, b.tok.len)) != NULL)
+                later = m->syms[*v].decl > (int32_t)i;
+        }
+        tc_body_free(&w);
+        if (later)
+            return 1;
+    }
+    return 0;
+}
+
+/* Canonical text is a fixed point: slicing a unit again, all its kernels
+ * in one unit, changes nothing. */
+static void check_fixed_point(const tc_text *t)
+{
+    tc_ptx_module again;
+    tc_ptx_error err;
+    if (tc_ptx_parse(t->text.data, t->text.len, &again, &err) != 0)
+        return;
+    tc_slicer *s = NULL;
+    char why[256];
+    if (tc_slicer_create(&again, &s, why, sizeof why) == 0) {
+        size_t n = tc_slicer_entry_count(s);
+        uint32_t *idx = malloc((n + 1) * sizeof *idx);
+        for (size_t i = 0; idx && i < n; i++)
+            idx[i] = (uint32_t)i;
+        tc_text u;
+        memset(&u, 0, sizeof u);
+        int whole_program;
+        if (idx && tc_slicer_emit_unit(s, idx, n, &u, &whole_program) == 0 &&
+            (u.text.len != t->text.len || memcmp(u.text.data, t->text.data, u.text.len))) {
+            fprintf(stderr, "canonical text is not a fixed point\n--- unit ---\n%s\n"
+                            "--- sliced again ---\n%s\n", t->text.data, u.text.data);
+            abort();
+        }
+        tc_text_free(&u);
+        free(idx);
+        tc_slicer_free(s);
+    }
+    tc_ptx_module_free(&again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tc_ptx_module m;
@@ -36,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tc_slicer *s = NULL;
     char why[256];
     if (tc_slicer_create(&m, &s, why, sizeof why) == 0) {
+        int forward = names_later_symbol(&m);
         size_t n = tc_slicer_entry_count(s);
         uint32_t *cost = malloc((n + 1) * sizeof *cost), *first = malloc((n + 1) * sizeof *first);
         uint64_t *hash = malloc((n + 1) * sizeof *hash);
@@ -68,8 +130,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 tc_text t;
                 memset(&t, 0, sizeof t);
                 int whole_program;
-                if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0)
+                if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0) {
                     check_reparses(&t);
+                    if (mode == 0 && !forward)
+                        check_fixed_point(&t);
+                }
                 tc_text_free(&t);
             }
         }
