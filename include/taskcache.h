@@ -277,7 +277,10 @@ typedef struct tc_result tc_result;
 
 /* Builds a linked cubin from PTX text.
  * cache: may be NULL to build without caching.
- * ptx, size: the module text (need not be NUL-terminated).
+ * ptx, size: the module text (need not be NUL-terminated). The text ends
+ *   at the first NUL byte, as the CUDA driver reads PTX (a note says so when
+ *   more than whitespace follows); the module record's key covers all size
+ *   bytes.
  * name: the input's file name for messages ("<input>" if NULL).
  * *out receives a result in every case but TC_ERR_NOMEM and TC_ERR_INVALID
  * arguments, so that diagnostics can be read after a failure.
@@ -410,6 +413,8 @@ typedef struct tc_codegen tc_codegen;
  * its metadata, through the setters below. Both are copied. */
 typedef void (*tc_codegen_fn)(void *user, size_t index, const tc_task *task, tc_codegen *out);
 
+/* The task's PTX: size bytes, or up to the first NUL byte before them (a
+ * C string's terminator may be included). */
 TC_API void tc_codegen_set_ptx(tc_codegen *out, const void *ptx, size_t size);
 TC_API void tc_codegen_set_metadata(tc_codegen *out, const void *data, size_t size);
 /* Reports that codegen failed: the build fails with this message. */

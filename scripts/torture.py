@@ -246,14 +246,18 @@ class Torture:
         """Two processes miss the same units; the first holds the leases
         and is killed mid-compile: the second must take over at once."""
         cache = self.work / "lease-cache"
-        slow = self.work / "slow-ptxas"
+        # one ptxas for both processes (compilers are identified by their
+        # bytes, and both must look up the same keys): slow only for the
+        # first, which it tells by the environment
+        slow = self.work / "maybe-slow-ptxas"
         mark = self.work / "slow.started"
         slow.write_text("#!/bin/sh\n"
-                        "case \"$*\" in *--version*) ;; *) touch " + str(mark) + "; sleep 30;; esac\n"
+                        "if [ -n \"$TORTURE_SLOW\" ]; then case \"$*\" in *--version*) ;; "
+                        "*) touch \"$TORTURE_SLOW\"; sleep 30;; esac; fi\n"
                         f"exec {self.wrapper} \"$@\"\n")
         slow.chmod(0o755)
         m = self.modules[0]
-        env_slow = self.env(TASKCACHE_PTXAS=slow)
+        env_slow = self.env(TASKCACHE_PTXAS=slow, TORTURE_SLOW=mark)
         mark.unlink(missing_ok=True)
         a = subprocess.Popen([self.tc, "build", m, "-o", str(self.work / "a.cubin"), "--arch",
                               ARCH, "--cache-dir", str(cache), "-j", "1", "--unit-cost", "1000000"],
@@ -261,14 +265,10 @@ class Torture:
                              stderr=subprocess.DEVNULL)
         while not mark.exists():
             time.sleep(0.01)
-        # the second process's ptxas gives the same --version, so the same keys
-        fast = slow.with_name("fast-ptxas")
-        fast.write_text(f"#!/bin/sh\nexec {self.wrapper} \"$@\"\n")
-        fast.chmod(0o755)
         b_out = self.work / "b.cubin"
         b = subprocess.Popen([self.tc, "build", m, "-o", str(b_out), "--arch", ARCH,
                               "--cache-dir", str(cache), "-j", "1", "--unit-cost", "1000000"],
-                             env=self.env(TASKCACHE_PTXAS=fast),
+                             env=self.env(TASKCACHE_PTXAS=slow),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)                   # B is now waiting on A's leases
         self.log.unlink(missing_ok=True)
@@ -483,9 +483,10 @@ class Torture:
         out = self.work / "s.cubin"
         self.build(m, out, cache)
         base = self.stats(cache)["compiles"]
+        # another compiler with the real ptxas's --version banner (a wrapper
+        # adding an option, say): it is its bytes that tell them apart
         other = self.work / "other-ptxas"
-        other.write_text("#!/bin/sh\ncase \"$*\" in *--version*) echo 'ptxas: another release';"
-                         f" exit 0;; esac\nexec {self.ptxas} \"$@\"\n")
+        other.write_text(f"#!/bin/sh\nexec {self.ptxas} \"$@\" -O2\n")
         other.chmod(0o755)
         self.build(m, out, cache, env=self.env(TASKCACHE_PTXAS=other))
         c1 = self.stats(cache)["compiles"]

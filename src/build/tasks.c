@@ -27,8 +27,10 @@ struct tc_codegen {
 
 void tc_codegen_set_ptx(tc_codegen *g, const void *ptx, size_t size)
 {
+    /* the text ends at the first NUL, as for tc_build: a JIT's PTX string
+     * often comes with its terminator */
     tc_sb_reset(&g->ptx);
-    tc_sb_append(&g->ptx, ptx, size);
+    tc_sb_append(&g->ptx, ptx, ptx ? tc_ptx_text_len(ptx, size) : 0);
 }
 
 void tc_codegen_set_metadata(tc_codegen *g, const void *data, size_t size)

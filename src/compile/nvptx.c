@@ -1,6 +1,7 @@
 /* nvptx: in-process compilation with nvPTXCompiler (see nvptx.h). */
 #include "nvptx.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -13,15 +14,22 @@
 
 int tc_nvptx_available(void) { return 1; }
 
+static char identity[160];
+static pthread_once_t identity_once = PTHREAD_ONCE_INIT;
+
+static void make_identity(void)
+{
+    unsigned major = 0, minor = 0;
+    nvPTXCompilerGetVersion(&major, &minor);
+    snprintf(identity, sizeof identity, "nvPTXCompiler %u.%u %s", major, minor,
+             TC_NVPTXCOMPILER_SHA256);
+}
+
 const char *tc_nvptx_identity(void)
 {
-    static char id[160];
-    if (!id[0]) { /* benign race: every thread writes the same text */
-        unsigned major = 0, minor = 0;
-        nvPTXCompilerGetVersion(&major, &minor);
-        snprintf(id, sizeof id, "nvPTXCompiler %u.%u %s", major, minor, TC_NVPTXCOMPILER_SHA256);
-    }
-    return id;
+    /* threads of several builds ask at once; once, not a racy lazy write */
+    pthread_once(&identity_once, make_identity);
+    return identity;
 }
 
 static void append_log(nvPTXCompilerHandle h, int errors, tc_sb *log)

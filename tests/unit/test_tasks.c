@@ -395,6 +395,37 @@ static void test_empty_group_key(const char *dir)
     tc_cache_close(cache);
 }
 
+/* A JIT's PTX string often comes with its NUL terminator, and a dumped
+ * module with "\0\n": the text ends at the first NUL, as in tc_build. */
+static int with_terminator(toy *t, size_t index, tc_codegen *out)
+{
+    char ptx[1024];
+    task_ptx(ptx, sizeof ptx, t->kernels[index], t->constants[index]);
+    size_t n = strlen(ptx);
+    memcpy(ptx + n, "\0\n", 2); /* the terminator and a newline */
+    tc_codegen_set_ptx(out, ptx, n + 2);
+    return 1;
+}
+
+static void test_ptx_with_terminator(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    t.hook = with_terminator;
+    tc_host host = {"nul 1", toy_codegen, &t, 0, NULL, 0};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
+    CHECK(r && tc_result_entry_count(r) == 4);
+    tc_result_free(r);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- 6. cached tasks that no longer link ------------------------------------------- */
 
 /* Task "def" defines sym_<v> (v = 0: nothing); task "use" reads it. The key
@@ -736,6 +767,7 @@ int main(void)
     run("lookup error has diagnostics", test_lookup_error_has_diagnostics);
     run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
     run("empty group key", test_empty_group_key);
+    run("PTX with its NUL terminator", test_ptx_with_terminator);
     run("stale cached task", test_stale_cached_task_is_regenerated);
     run("serialized codegen across calls", test_serialized_codegen_across_calls);
     run("serialized codegen, nested build", test_serialized_codegen_nested);
