@@ -145,6 +145,31 @@ typedef struct tc_stats {
 /* Reads the statistics. Thread-safe. */
 TC_API tc_status tc_cache_stats(tc_cache *cache, tc_stats *out, tc_error *err);
 
+/* One member of tc_stats, described for programs that show or export
+ * every figure: the command line's `taskcache stats` (text and --json) and
+ * the Python package read them all through tc_stats_fields, so a figure
+ * added to tc_stats reaches them without further change. */
+typedef struct tc_stats_field {
+    const char *name;      /* the member ("module_hits"); also its key in `taskcache stats --json` */
+    const char *label;     /* its line in `taskcache stats` ("  module record hits"); NULL
+                              when it is shown on the line before it (bytes_written) */
+    size_t offset;         /* offsetof(tc_stats, member); every member is a uint64_t */
+    unsigned flags;        /* TC_STATS_* below */
+} tc_stats_field;
+
+#define TC_STATS_COUNTER 1u /* a counter: summed over processes, reset by tc_cache_zero_stats
+                               (otherwise a figure measured on disk when asked) */
+#define TC_STATS_SHARE 2u   /* one of an adjacent pair (hits, misses) worth showing as shares
+                               of their sum */
+#define TC_STATS_HOST 4u    /* about host tasks: worth showing when a figure of its run of
+                               adjacent host rows is not 0 */
+#define TC_STATS_BYTES 8u   /* a number of bytes */
+#define TC_STATS_LIMIT 16u  /* a limit, where 0 means none */
+
+/* Every member of tc_stats, in the order `taskcache stats` shows them.
+ * @return the table (static, never NULL); *count receives its length. */
+TC_API const tc_stats_field *tc_stats_fields(size_t *count);
+
 /* Resets the counters (records stay). */
 TC_API tc_status tc_cache_zero_stats(tc_cache *cache, tc_error *err);
 
@@ -176,7 +201,9 @@ TC_API tc_status tc_cache_gc(tc_cache *cache, uint64_t max_bytes, int64_t older_
 
 /* Reads every record and checks it (header, key, checksum, decompression).
  * *checked and *bad count them; with remove_bad the bad ones are deleted
- * (builds already treat them as misses and replace them). */
+ * (builds already treat them as misses and replace them).
+ * @return TC_OK, or TC_ERR_IO when the records cannot be listed (the
+ * directory is unreadable or not a cache), with err saying why. */
 TC_API tc_status tc_cache_verify(tc_cache *cache, int remove_bad, uint64_t *checked,
                                  uint64_t *bad, tc_error *err);
 
@@ -487,6 +514,24 @@ typedef struct tc_task_info {
 /* Tasks of a tc_build_tasks or tc_lookup_group result (0 for tc_build). */
 TC_API size_t tc_result_task_count(const tc_result *r);
 TC_API tc_status tc_result_task(const tc_result *r, size_t i, tc_task_info *out);
+
+/* ---- bindings ------------------------------------------------------------------ */
+
+/* The layout of the structs of this header, for bindings that mirror them
+ * without a C compiler: the Python package checks its copies against it
+ * when it loads the library, so a library and a package that disagree
+ * fail at once with the member that differs instead of reading garbage. */
+typedef struct tc_abi_field {
+    const char *type;      /* the struct: "tc_stats" */
+    const char *member;    /* "module_hits"; NULL in the row that gives the struct's size */
+    size_t offset;         /* offsetof(type, member), or 0 */
+    size_t size;           /* sizeof the member, or of the whole struct */
+} tc_abi_field;
+
+/* Every member of every struct of this header, struct by struct, each
+ * struct's members followed by its size row.
+ * @return the table (static, never NULL); *count receives its length. */
+TC_API const tc_abi_field *tc_abi_fields(size_t *count);
 
 /* ---- loading and launching (CUDA driver API) ------------------------------- */
 

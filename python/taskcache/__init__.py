@@ -79,13 +79,27 @@ class _Error(ctypes.Structure):
     _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 1024)]
 
 
-class _Stats(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_uint64) for n in (
-        "builds", "module_hits", "module_misses", "unit_hits", "unit_misses", "compiles",
-        "compile_errors", "whole_builds", "records_written", "bytes_written", "bad_records",
-        "store_errors", "task_hits", "task_misses", "codegen_calls", "group_hits",
-        "group_misses", "evictions", "waited", "module_records", "unit_records",
-        "task_records", "group_records", "disk_bytes", "max_size")]
+class _StatsField(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("label", ctypes.c_char_p),
+                ("offset", ctypes.c_size_t), ("flags", ctypes.c_uint)]
+
+
+class _AbiField(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_char_p), ("member", ctypes.c_char_p),
+                ("offset", ctypes.c_size_t), ("size", ctypes.c_size_t)]
+
+
+def _stats_struct(lib):
+    """tc_stats as the library describes it (tc_stats_fields): every
+    figure a uint64_t, so a figure the library adds needs no change here.
+    Also the order stats() lists them in."""
+    n = ctypes.c_size_t()
+    rows = lib.tc_stats_fields(ctypes.byref(n))
+    names = [(rows[i].offset, rows[i].name.decode()) for i in range(n.value)]
+    laid_out = [name for _, name in sorted(names)]
+    return type("_Stats", (ctypes.Structure,),
+                {"_fields_": [(name, ctypes.c_uint64) for name in laid_out]}), \
+        [name for _, name in names]
 
 
 class _Report(ctypes.Structure):
@@ -152,6 +166,55 @@ class _Launch(ctypes.Structure):
 
 _lib = None
 _lib_lock = threading.Lock()
+_Stats = None          # made from the library's table when it is loaded
+_STATS_ORDER = []
+
+
+def _check_abi(lib, mirrors):
+    """Compares the structs this package mirrors (C struct name -> ctypes
+    class) with the library's own layout (tc_abi_fields): a library and a
+    package that disagree fail here, naming what differs, instead of
+    reading and writing garbage."""
+    where = getattr(lib, "_name", "libtaskcache")
+    try:
+        fn = lib.tc_abi_fields
+    except AttributeError:
+        raise OSError(f"{where} is older than this taskcache package (no tc_abi_fields): "
+                      "install matching versions") from None
+    fn.restype = ctypes.POINTER(_AbiField)
+    fn.argtypes = [ctypes.POINTER(ctypes.c_size_t)]
+    n = ctypes.c_size_t()
+    rows = fn(ctypes.byref(n))
+    members, sizes = {}, {}
+    for i in range(n.value):
+        r = rows[i]
+        struct = r.type.decode()
+        if r.member is None:
+            sizes[struct] = r.size
+        else:
+            members.setdefault(struct, {})[r.member.decode()] = (r.offset, r.size)
+    problems = []
+    for struct, cls in mirrors.items():
+        theirs = members.get(struct)
+        if theirs is None:
+            problems.append(f"{struct} is unknown to the library")
+            continue
+        ours = {f[0]: (getattr(cls, f[0]).offset, getattr(cls, f[0]).size)
+                for f in cls._fields_}
+        for m in sorted(set(ours) | set(theirs)):
+            if m not in theirs:
+                problems.append(f"{struct}.{m} is not in the library")
+            elif m not in ours:
+                problems.append(f"{struct}.{m} is missing here")
+            elif ours[m] != theirs[m]:
+                problems.append(f"{struct}.{m} is at offset {theirs[m][0]} size {theirs[m][1]} "
+                                f"in the library, {ours[m][0]} size {ours[m][1]} here")
+        if ctypes.sizeof(cls) != sizes.get(struct):
+            problems.append(f"{struct} has {sizes.get(struct)} bytes in the library, "
+                            f"{ctypes.sizeof(cls)} here")
+    if problems:
+        raise OSError(f"{where} does not match this taskcache package: " + "; ".join(problems) +
+                      ". Install the package and the library of the same version.")
 
 
 def _L():
@@ -161,6 +224,14 @@ def _L():
         if _lib is not None:
             return _lib
         lib = _find_library()
+        global _Stats, _STATS_ORDER
+        lib.tc_stats_fields.restype = ctypes.POINTER(_StatsField)
+        lib.tc_stats_fields.argtypes = [ctypes.POINTER(ctypes.c_size_t)]
+        _Stats, _STATS_ORDER = _stats_struct(lib)
+        _check_abi(lib, {"tc_error": _Error, "tc_stats": _Stats, "tc_stats_field": _StatsField,
+                         "tc_report": _Report, "tc_param_info": _Param, "tc_entry_info": _Entry,
+                         "tc_task": _Task, "tc_task_info": _TaskInfo, "tc_host": _Host,
+                         "tc_kernel": _Kernel, "tc_launch": _Launch, "tc_abi_field": _AbiField})
         P, E = ctypes.c_void_p, ctypes.POINTER(_Error)
         sig = {
             "tc_version": (ctypes.c_char_p, []),
@@ -169,7 +240,7 @@ def _L():
             "tc_cache_close": (None, [P]),
             "tc_cache_dir": (ctypes.c_char_p, [P]),
             "tc_cache_warning": (ctypes.c_char_p, [P]),
-            "tc_cache_stats": (ctypes.c_int, [P, ctypes.POINTER(_Stats), E]),
+            "tc_cache_stats": (ctypes.c_int, [P, P, E]),
             "tc_cache_zero_stats": (ctypes.c_int, [P, E]),
             "tc_cache_clear": (ctypes.c_int, [P, E]),
             "tc_options_new": (P, []),
@@ -994,11 +1065,14 @@ class Cache:
         return _finish(status, out.value)
 
     def stats(self) -> dict:
+        """Every figure of the cache's statistics by name, in the order
+        `taskcache stats` shows them (the library's table)."""
+        lib = _L()
         s = _Stats()
         err = _Error()
         with self._use() as h:
-            _check(_L().tc_cache_stats(h, ctypes.byref(s), ctypes.byref(err)), err)
-        return {name: getattr(s, name) for name, _ in _Stats._fields_}
+            _check(lib.tc_cache_stats(h, ctypes.byref(s), ctypes.byref(err)), err)
+        return {name: getattr(s, name) for name in _STATS_ORDER}
 
     def zero_stats(self):
         err = _Error()

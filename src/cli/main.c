@@ -562,12 +562,72 @@ static void human_bytes(uint64_t b, char *out, size_t n)
     snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
-static void pct_line(const char *label, uint64_t v, uint64_t total)
+/* The value of one member of tc_stats, as tc_stats_fields describes it. */
+static uint64_t stat_value(const tc_stats *s, const tc_stats_field *f)
 {
-    if (total)
-        printf("%-34s %12llu  (%5.1f %%)\n", label, (unsigned long long)v, 100.0 * (double)v / (double)total);
-    else
-        printf("%-34s %12llu\n", label, (unsigned long long)v);
+    uint64_t v;
+    memcpy(&v, (const char *)s + f->offset, sizeof v);
+    return v;
+}
+
+/* A row of host figures is shown when one of its run of adjacent host
+ * rows is not 0 (a cache no host uses does not list them). */
+static int host_run_used(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i)
+{
+    while (i > 0 && (f[i - 1].flags & TC_STATS_HOST))
+        i--;
+    for (; i < n && (f[i].flags & TC_STATS_HOST); i++)
+        if (stat_value(s, &f[i]))
+            return 1;
+    return 0;
+}
+
+/* `taskcache stats`: one line per figure with a label, in the table's
+ * order; a pair of shares (hits, misses) with their percentage of the
+ * pair's sum; a row without a label in parentheses on the line before. */
+static void print_stats_text(const tc_cache *c, const tc_stats *s)
+{
+    size_t n;
+    const tc_stats_field *f = tc_stats_fields(&n);
+    printf("%-34s %s\n", "cache directory", tc_cache_dir(c));
+    if (tc_cache_warning(c))
+        printf("%-34s %s\n", "warning", tc_cache_warning(c));
+    size_t shares = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = stat_value(s, &f[i]);
+        int first_of_pair = (f[i].flags & TC_STATS_SHARE) && shares++ % 2 == 0;
+        if (!f[i].label || ((f[i].flags & TC_STATS_HOST) && !host_run_used(s, f, n, i)))
+            continue;
+        char human[32];
+        if (f[i].flags & TC_STATS_BYTES) {
+            human_bytes(v, human, sizeof human);
+            printf("%-34s %12s\n", f[i].label,
+                   v || !(f[i].flags & TC_STATS_LIMIT) ? human : "none");
+            continue;
+        }
+        printf("%-34s %12llu", f[i].label, (unsigned long long)v);
+        if (f[i].flags & TC_STATS_SHARE) {
+            uint64_t total = v + stat_value(s, &f[first_of_pair ? i + 1 : i - 1]);
+            if (total)
+                printf("  (%5.1f %%)", 100.0 * (double)v / (double)total);
+        } else if (i + 1 < n && !f[i + 1].label && (f[i + 1].flags & TC_STATS_BYTES)) {
+            human_bytes(stat_value(s, &f[i + 1]), human, sizeof human);
+            printf("  (%s)", human);
+        }
+        putchar('\n');
+    }
+}
+
+/* `taskcache stats --json`: every figure under its name. */
+static void print_stats_json(const tc_cache *c, const tc_stats *s)
+{
+    size_t n;
+    const tc_stats_field *f = tc_stats_fields(&n);
+    printf("{\"cache_dir\": ");
+    json_string(tc_cache_dir(c));
+    for (size_t i = 0; i < n; i++)
+        printf(", \"%s\": %llu", f[i].name, (unsigned long long)stat_value(s, &f[i]));
+    printf("}\n");
 }
 
 static int cmd_stats(int argc, char **argv)
@@ -589,69 +649,10 @@ static int cmd_stats(int argc, char **argv)
         tc_cache_close(c);
         return EXIT_FAIL;
     }
-    if (a.json) {
-        printf("{\"cache_dir\": \"%s\", \"builds\": %llu, \"module_hits\": %llu, "
-               "\"module_misses\": %llu, \"unit_hits\": %llu, \"unit_misses\": %llu, "
-               "\"compiles\": %llu, \"compile_errors\": %llu, \"whole_builds\": %llu, "
-               "\"records_written\": %llu, \"bytes_written\": %llu, \"bad_records\": %llu, "
-               "\"store_errors\": %llu, \"task_hits\": %llu, \"task_misses\": %llu, "
-               "\"codegen_calls\": %llu, \"group_hits\": %llu, \"group_misses\": %llu, "
-               "\"module_records\": %llu, \"unit_records\": %llu, \"task_records\": %llu, "
-               "\"group_records\": %llu, \"disk_bytes\": %llu, \"evictions\": %llu, "
-               "\"waited\": %llu, \"max_size\": %llu}\n",
-               tc_cache_dir(c), (unsigned long long)s.builds, (unsigned long long)s.module_hits,
-               (unsigned long long)s.module_misses, (unsigned long long)s.unit_hits,
-               (unsigned long long)s.unit_misses, (unsigned long long)s.compiles,
-               (unsigned long long)s.compile_errors, (unsigned long long)s.whole_builds,
-               (unsigned long long)s.records_written, (unsigned long long)s.bytes_written,
-               (unsigned long long)s.bad_records, (unsigned long long)s.store_errors,
-               (unsigned long long)s.task_hits, (unsigned long long)s.task_misses,
-               (unsigned long long)s.codegen_calls, (unsigned long long)s.group_hits,
-               (unsigned long long)s.group_misses, (unsigned long long)s.module_records,
-               (unsigned long long)s.unit_records, (unsigned long long)s.task_records,
-               (unsigned long long)s.group_records, (unsigned long long)s.disk_bytes,
-               (unsigned long long)s.evictions, (unsigned long long)s.waited,
-               (unsigned long long)s.max_size);
-    } else {
-        char disk[32], written[32];
-        human_bytes(s.disk_bytes, disk, sizeof disk);
-        human_bytes(s.bytes_written, written, sizeof written);
-        printf("%-34s %s\n", "cache directory", tc_cache_dir(c));
-        if (tc_cache_warning(c))
-            printf("%-34s %s\n", "warning", tc_cache_warning(c));
-        pct_line("builds", s.builds, 0);
-        pct_line("  module record hits", s.module_hits, s.module_hits + s.module_misses);
-        pct_line("  module record misses", s.module_misses, s.module_hits + s.module_misses);
-        pct_line("  compiled whole (not split)", s.whole_builds, 0);
-        pct_line("  failed", s.compile_errors, 0);
-        pct_line("unit hits", s.unit_hits, s.unit_hits + s.unit_misses);
-        pct_line("unit misses", s.unit_misses, s.unit_hits + s.unit_misses);
-        if (s.task_hits + s.task_misses + s.group_hits + s.group_misses) {
-            pct_line("host task hits", s.task_hits, s.task_hits + s.task_misses);
-            pct_line("host task misses", s.task_misses, s.task_hits + s.task_misses);
-            pct_line("host codegen calls", s.codegen_calls, 0);
-            pct_line("group manifest hits", s.group_hits, s.group_hits + s.group_misses);
-            pct_line("group manifest misses", s.group_misses, s.group_hits + s.group_misses);
-        }
-        pct_line("compiler runs", s.compiles, 0);
-        printf("%-34s %12llu  (%s)\n", "records written", (unsigned long long)s.records_written,
-               written);
-        pct_line("bad records (rebuilt)", s.bad_records, 0);
-        pct_line("waited for another process", s.waited, 0);
-        pct_line("evicted records", s.evictions, 0);
-        pct_line("records not written", s.store_errors, 0);
-        printf("%-34s %12llu\n", "module records on disk", (unsigned long long)s.module_records);
-        printf("%-34s %12llu\n", "unit records on disk", (unsigned long long)s.unit_records);
-        if (s.task_records + s.group_records) {
-            printf("%-34s %12llu\n", "task records on disk", (unsigned long long)s.task_records);
-            printf("%-34s %12llu\n", "group manifests on disk",
-                   (unsigned long long)s.group_records);
-        }
-        char limit[32];
-        human_bytes(s.max_size, limit, sizeof limit);
-        printf("%-34s %12s\n", "size on disk", disk);
-        printf("%-34s %12s\n", "size limit", s.max_size ? limit : "none");
-    }
+    if (a.json)
+        print_stats_json(c, &s);
+    else
+        print_stats_text(c, &s);
     if (a.zero && tc_cache_zero_stats(c, &err) != TC_OK) {
         fprintf(stderr, "%s: error: %s\n", prog, err.message);
         rc = EXIT_FAIL;
@@ -720,7 +721,11 @@ static int cmd_verify(int argc, char **argv)
         return EXIT_FAIL;
     uint64_t checked = 0, bad = 0;
     tc_error err;
-    tc_cache_verify(c, a.remove_bad, &checked, &bad, &err);
+    if (tc_cache_verify(c, a.remove_bad, &checked, &bad, &err) != TC_OK) {
+        fprintf(stderr, "%s: error: %s\n", prog, err.message);
+        tc_cache_close(c);
+        return EXIT_FAIL;
+    }
     if (a.json)
         printf("{\"checked\": %llu, \"bad\": %llu, \"removed\": %llu}\n",
                (unsigned long long)checked, (unsigned long long)bad,

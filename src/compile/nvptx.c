@@ -1,5 +1,5 @@
 /* nvptx: in-process compilation with nvPTXCompiler (see nvptx.h). */
-#include "nvptx.h"
+#include "compile/nvptx.h"
 
 #include <pthread.h>
 #include <stdio.h>

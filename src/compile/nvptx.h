@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "../util/strbuf.h"
-#include "ptxas.h"
+#include "compile/ptxas.h"
+#include "util/strbuf.h"
 
 /* 1 when taskcache was built with the in-process compiler. */
 int tc_nvptx_available(void);

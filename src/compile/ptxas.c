@@ -1,12 +1,12 @@
 /* ptxas: running ptxas and reading its output (see ptxas.h). */
-#include "ptxas.h"
+#include "compile/ptxas.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/fs.h"
-#include "spawn.h"
+#include "toolchain/spawn.h"
+#include "util/fs.h"
 
 const char *tc_out_option(tc_out_kind kind)
 {

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ptx/slice.h"
-#include "../util/strbuf.h"
+#include "ptx/slice.h"
+#include "util/strbuf.h"
 
 /* What a compile produces. */
 typedef enum tc_out_kind {

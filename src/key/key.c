@@ -1,10 +1,10 @@
 /* key: derivation of unit and module keys (see key.h). */
-#include "key.h"
+#include "key/key.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../store/record.h"
+#include "store/record.h"
 
 static void common(tc_hash *h, const char *what, const tc_keyctx *k)
 {

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "../util/hash.h"
+#include "util/hash.h"
 
 /* Version of the slicing and unit-grouping rules: part of module keys,
  * because it decides which objects a module is linked from. Unit keys need

@@ -1,7 +1,7 @@
 /* elf: the symbols of a CUDA ELF file (relocatable object, -ewp object or
  * linked cubin), read from its symbol table with every offset checked
  * against the buffer. */
-#include "elf.h"
+#include "link/elf.h"
 
 #include <string.h>
 

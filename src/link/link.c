@@ -1,6 +1,6 @@
 /* link: nvJitLink (in process) and nvlink (process) linking. */
 #define _GNU_SOURCE
-#include "link.h"
+#include "link/link.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../compile/spawn.h"
-#include "../util/fs.h"
-#include "../util/map.h"
-#include "elf.h"
+#include "link/elf.h"
+#include "toolchain/spawn.h"
+#include "util/fs.h"
+#include "util/map.h"
 
 #ifndef TC_NVJITLINK_LIB
 #define TC_NVJITLINK_LIB ""
@@ -349,14 +349,14 @@ int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
 
 /* The library as it will be loaded (symbolic links resolved), identified
  * by its bytes. */
-static int library_identity(const char *path, const char *memo_dir, tc_linker *out)
+static int library_identity(const char *path, tc_store *memo, tc_linker *out)
 {
     char real[PATH_MAX], id[TC_DIGEST_HEX_LEN + 1];
     struct stat st;
     if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
     tc_sb err = TC_SB_INIT;
-    int rc = tc_file_identity(real, memo_dir, id, &err);
+    int rc = tc_file_identity(real, memo, id, &err);
     tc_sb_free(&err);
     if (rc != 0)
         return -1;
@@ -378,7 +378,7 @@ static int nvlink_beside(const char *ptxas, char *buf, size_t cap)
 }
 
 /* <toolkit>/bin/ptxas -> <toolkit>/lib64/libnvJitLink.so (or lib, targets/...) */
-static int nvjitlink_beside(const char *ptxas, const char *memo_dir, tc_linker *out)
+static int nvjitlink_beside(const char *ptxas, tc_store *memo, tc_linker *out)
 {
     char dir[TC_PATH_MAX], cand[TC_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", ptxas);
@@ -391,19 +391,19 @@ static int nvjitlink_beside(const char *ptxas, const char *memo_dir, tc_linker *
     const char *subs[] = {"lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         snprintf(cand, sizeof cand, "%s/%s/libnvJitLink.so", dir, subs[i]);
-        if (library_identity(cand, memo_dir, out) == 0)
+        if (library_identity(cand, memo, out) == 0)
             return 0;
     }
     return -1;
 }
 
 /* The toolkit's libnvJitLink, else the one found when taskcache was built. */
-static int find_library(const char *ptxas, const char *memo_dir, tc_linker *out)
+static int find_library(const char *ptxas, tc_store *memo, tc_linker *out)
 {
     static const char built_with[] = TC_NVJITLINK_LIB;
-    if (ptxas && nvjitlink_beside(ptxas, memo_dir, out) == 0)
+    if (ptxas && nvjitlink_beside(ptxas, memo, out) == 0)
         return 0;
-    return built_with[0] ? library_identity(built_with, memo_dir, out) : -1;
+    return built_with[0] ? library_identity(built_with, memo, out) : -1;
 }
 
 /* Order: an explicit $TASKCACHE_NVJITLINK library or $TASKCACHE_NVLINK
@@ -413,15 +413,15 @@ static int find_library(const char *ptxas, const char *memo_dir, tc_linker *out)
  * the in-process library because it measured as fast or faster: 25 ms for
  * both linking 53 objects on the 2-core machine, 35 ms against 210 ms (most
  * of it system time inside nvJitLink) on the 16-core H200 machine. */
-int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc_linker *out,
+int tc_linker_find(const char *ptxas, tc_store *memo, int want_library, tc_linker *out,
                    tc_sb *err)
 {
     memset(out, 0, sizeof *out);
     const char *env = getenv("TASKCACHE_NVJITLINK");
     int allow_jl = !(env && (!strcmp(env, "none") || !strcmp(env, "0") || !strcmp(env, "off")));
-    if (allow_jl && env && *env && library_identity(env, memo_dir, out) == 0)
+    if (allow_jl && env && *env && library_identity(env, memo, out) == 0)
         return 0;
-    if (want_library && allow_jl && find_library(ptxas, memo_dir, out) == 0)
+    if (want_library && allow_jl && find_library(ptxas, memo, out) == 0)
         return 0;
     char nvlink[TC_PATH_MAX];
     int found = -1;
@@ -430,7 +430,7 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
     if (found != 0 && ptxas)
         found = nvlink_beside(ptxas, nvlink, sizeof nvlink);
     if (found != 0 && allow_jl && !want_library /* looked for above */ &&
-        find_library(ptxas, memo_dir, out) == 0)
+        find_library(ptxas, memo, out) == 0)
         return 0;
     if (found != 0)
         found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink);
@@ -439,7 +439,7 @@ int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc
         return -1;
     }
     char id[TC_DIGEST_HEX_LEN + 1], version[160];
-    if (tc_tool_identity(nvlink, memo_dir, id, version, sizeof version, err) != 0)
+    if (tc_tool_identity(nvlink, memo, id, version, sizeof version, err) != 0)
         return -1;
     out->kind = TC_LINKER_NVLINK;
     snprintf(out->path, sizeof out->path, "%s", nvlink);

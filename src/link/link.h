@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "../key/toolchain.h"
-#include "../util/strbuf.h"
+#include "toolchain/toolchain.h"
+#include "util/strbuf.h"
 
 typedef struct tc_blob {
     const void *p;
@@ -25,8 +25,9 @@ typedef struct tc_linker {
 
 /* Chooses the linker (see link.c for the order). want_library: prefer
  * libnvJitLink wherever it is found, because the objects need it (nvlink
- * silently drops -ewp objects). */
-int tc_linker_find(const char *ptxas, const char *memo_dir, int want_library, tc_linker *out,
+ * silently drops -ewp objects). memo: where identities are memoized
+ * (tc_tool_identity), or NULL. */
+int tc_linker_find(const char *ptxas, tc_store *memo, int want_library, tc_linker *out,
                    tc_sb *err);
 
 /* Starts loading and initializing libnvJitLink on a detached thread when

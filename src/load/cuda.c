@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../build/internal.h"
+#include "api/handles.h"
 
 /* The few driver API types and entry points used here, as documented in
  * the CUDA Driver API reference: declared rather than taken from cuda.h so
@@ -225,9 +225,7 @@ void tc_module_unload(tc_module *m)
         drv.module_unload(m->mod);
     if (m->released_primary >= 0)
         drv.primary_release(m->released_primary);
-    for (size_t i = 0; i < m->nentries; i++)
-        tc_entry_clear(&m->entries[i]);
-    free(m->entries);
+    tc_entries_free(m->entries, m->nentries);
     for (size_t i = 0; i < m->nkernels; i++)
         free(m->kernels[i].name);
     free(m->kernels);

@@ -1,5 +1,5 @@
 /* record: encoding and self-verification of cache records (see record.h). */
-#include "record.h"
+#include "store/record.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/hash.h"
-#include "../util/strbuf.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
 
 #define TC_RECORD_FORMAT 1u
 #define TC_RECORD_HEADER 96u

@@ -1,33 +1,43 @@
-/* stats: persistent counters (see stats.h). */
+/* stats: the persistent counters (see stats.h), kept in the store's
+ * "stats" file and updated under its "stats.lock". */
 #define _GNU_SOURCE
-#include "stats.h"
+#include "store/stats.h"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
 
-#include "../util/fs.h"
-#include "../util/strbuf.h"
+#include "util/strbuf.h"
 
-static const char *names[TC_NCOUNTERS] = {
-    "builds",          "module_hits",     "module_misses", "unit_hits",
-    "unit_misses",     "compiles",        "compile_errors", "whole_builds",
-    "records_written", "bytes_written",   "bad_records",   "store_errors",
-    "task_hits",       "task_misses",     "codegen_calls", "group_hits",
-    "group_misses",    "evictions",       "cache_bytes",   "waited_for_others",
-};
+/* The name of counter i in the stats file. */
+static const char *counter_name(int i)
+{
+    static const char *const names[TC_NCOUNTERS] = {
+#define TC_X(id, name, label, flags) [TC_C_##id] = #name,
+        TC_STATS_TABLE(TC_X)
+#undef TC_X
+        [TC_C_CACHE_BYTES] = "cache_bytes",
+    };
+    return names[i];
+}
 
-const char *tc_counter_name(int i) { return i >= 0 && i < TC_NCOUNTERS ? names[i] : "?"; }
+/* Whether counter i lives in the stats file (the table's other figures are
+ * measured on disk when asked for). */
+static int stored(int i)
+{
+    static const unsigned flags[TC_NSTATS] = {
+#define TC_X(id, name, label, f) [TC_C_##id] = (f),
+        TC_STATS_TABLE(TC_X)
+#undef TC_X
+    };
+    return i == TC_C_CACHE_BYTES || (flags[i] & TC_STATS_COUNTER);
+}
 
-void tc_stats_read(const char *root, tc_counters *out)
+void tc_stats_read(tc_store *st, tc_counters *out)
 {
     memset(out, 0, sizeof *out);
-    char *path = tc_path_join(root, "stats"), *data = NULL;
+    char *data = NULL;
     size_t len;
-    if (path && tc_read_file(path, 1, &data, &len) == 0) {
+    if (tc_store_read_file(st, NULL, "stats", &data, &len) == 0) {
         char *save = NULL;
         for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             char *sp = strchr(line, ' ');
@@ -35,62 +45,70 @@ void tc_stats_read(const char *root, tc_counters *out)
                 continue;
             *sp = '\0';
             for (int i = 0; i < TC_NCOUNTERS; i++)
-                if (!strcmp(line, names[i]))
+                if (stored(i) && !strcmp(line, counter_name(i)))
                     out->v[i] = strtoull(sp + 1, NULL, 10);
         }
     }
     free(data);
-    free(path);
 }
 
-static int update(const char *root, const tc_counters *delta, tc_counters *after, int zero,
-                  int set, uint64_t value)
+/* Under the lock: reads the counters, lets change() alter them, writes
+ * them back. */
+static int update(tc_store *st, void (*change)(tc_counters *c, const void *arg), const void *arg,
+                  tc_counters *after)
 {
-    char *lockp = tc_path_join(root, "stats.lock"), *path = tc_path_join(root, "stats");
-    int rc = -1, fd = -1;
-    if (!lockp || !path)
-        goto done;
-    fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || flock(fd, LOCK_EX) != 0)
-        goto done;
+    int fd;
+    if (tc_store_lock_file(st, "stats.lock", 1, &fd) != 0)
+        return -1;
     tc_counters c;
-    if (zero)
-        memset(&c, 0, sizeof c);
-    else
-        tc_stats_read(root, &c);
-    for (int i = 0; delta && i < TC_NCOUNTERS; i++)
-        c.v[i] += delta->v[i];
-    if (set >= 0 && set < TC_NCOUNTERS)
-        c.v[set] = value;
+    tc_stats_read(st, &c);
+    change(&c, arg);
     tc_sb text = TC_SB_INIT;
     for (int i = 0; i < TC_NCOUNTERS; i++)
-        tc_sb_printf(&text, "%s %llu\n", names[i], (unsigned long long)c.v[i]);
-    rc = text.oom ? -1 : tc_write_atomic(path, text.data, text.len, 0600);
+        if (stored(i))
+            tc_sb_printf(&text, "%s %llu\n", counter_name(i), (unsigned long long)c.v[i]);
+    int rc = text.oom ? -1 : tc_store_write_file(st, NULL, "stats", text.data, text.len);
     tc_sb_free(&text);
     if (rc == 0 && after)
         *after = c;
-done:
-    if (fd >= 0)
-        close(fd); /* releases the lock */
-    free(lockp);
-    free(path);
+    tc_store_unlock(fd);
     return rc;
 }
 
-int tc_stats_add(const char *root, const tc_counters *delta, tc_counters *after)
+static void add(tc_counters *c, const void *arg)
 {
-    return update(root, delta, after, 0, -1, 0);
+    const tc_counters *delta = arg;
+    for (int i = 0; i < TC_NCOUNTERS; i++)
+        c->v[i] += delta->v[i];
 }
 
-int tc_stats_set(const char *root, int counter, uint64_t value)
+int tc_stats_add(tc_store *st, const tc_counters *delta, tc_counters *after)
 {
-    return update(root, NULL, NULL, 0, counter, value);
+    return update(st, add, delta, after);
 }
 
-int tc_stats_zero(const char *root)
+static void zero(tc_counters *c, const void *arg)
 {
     /* the size estimate is a property of the disk, not a statistic */
-    tc_counters c;
-    tc_stats_read(root, &c);
-    return update(root, NULL, NULL, 1, TC_C_CACHE_BYTES, c.v[TC_C_CACHE_BYTES]);
+    uint64_t size = *(const int *)arg ? 0 : c->v[TC_C_CACHE_BYTES];
+    memset(c, 0, sizeof *c);
+    c->v[TC_C_CACHE_BYTES] = size;
+}
+
+int tc_stats_zero(tc_store *st, int forget_size)
+{
+    return update(st, zero, &forget_size, NULL);
+}
+
+static void after_gc(tc_counters *c, const void *arg)
+{
+    const tc_gc_result *g = arg;
+    c->v[TC_C_EVICTIONS] += g->evicted_files;
+    c->v[TC_C_CACHE_BYTES] = g->bytes_after;
+}
+
+void tc_stats_after_gc(tc_store *st, const tc_gc_result *g)
+{
+    if (!g->skipped)
+        (void)update(st, after_gc, g, NULL); /* statistics never fail anything */
 }

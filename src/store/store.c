@@ -1,12 +1,12 @@
-/* store: content-addressed record files (see store.h).
+/* store: opening the store, and reading and writing its files: records,
+ * leases and the few other files of a cache (see store.h).
  *
  * Every path below the cache root is walked one component at a time with
  * O_NOFOLLOW, so a symbolic link planted inside the cache is never
  * followed: not for reading, not for writing, not when cleaning up. */
 #define _GNU_SOURCE
-#include "store.h"
+#include "store/store.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,10 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../include/taskcache.h"
-#include "../util/fs.h"
-#include "../util/strbuf.h"
-#include "stats.h"
+#include "store/config.h"
+#include "util/fs.h"
+#include "util/strbuf.h"
 
 #define LAYOUT "v1"
 #define DEFAULT_MAX_SIZE ((uint64_t)5 << 30)
@@ -75,52 +74,17 @@ static int fault(const char *op)
 
 /* ---- configuration ------------------------------------------------------------------- */
 
-tc_status tc_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    double v = s ? strtod(s, &end) : -1;
-    if (!s || end == s || v < 0)
-        return TC_ERR_INVALID;
-    while (*end == ' ')
-        end++;
-    double mult = 1;
-    switch (*end) {
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end == 'i' || *end == 'I')
-        end++;
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end)
-        return TC_ERR_INVALID;
-    *out = (uint64_t)(v * mult);
-    return TC_OK;
-}
-
-/* <root>/taskcache.conf: "max_size = 10G", "shared = true"; '#' comments. */
+/* <root>/taskcache.conf (config.h) */
 static void read_config(tc_store *st)
 {
     char *data = NULL;
     size_t len;
     if (st->rootfd < 0 || tc_read_file_at(st->rootfd, "taskcache.conf", 1, &data, &len) != 0)
         return;
-    char *save = NULL;
-    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char key[64], value[128];
-        if (sscanf(line, " %63[a-z_] = %127s", key, value) != 2)
-            continue;
-        if (!strcmp(key, "max_size"))
-            tc_parse_size(value, &st->max_size);
-        else if (!strcmp(key, "shared"))
-            st->shared = !strcmp(value, "true") || !strcmp(value, "1") || !strcmp(value, "yes");
-    }
+    tc_config cfg = {st->max_size, st->shared};
+    tc_config_parse(data, len, &cfg);
+    st->max_size = cfg.max_size;
+    st->shared = cfg.shared;
     free(data);
 }
 
@@ -161,7 +125,7 @@ tc_store *tc_store_open(const char *root)
     read_config(st);
     const char *env = getenv("TASKCACHE_MAXSIZE");
     if (env && *env)
-        tc_parse_size(env, &st->max_size);
+        tc_config_parse_size(env, &st->max_size);
     if (st->shared)
         best_effort(fchmod(st->rootfd, dir_mode(st)));
     if (access(root, W_OK) != 0 || fault("write")) {
@@ -211,9 +175,9 @@ static char kind_dir(uint32_t kind)
     }
 }
 
-/* Opens dir components one by one under the root, never following links;
- * creates missing ones when asked. Returns a directory fd or -1. */
-static int open_chain(tc_store *st, const char *const *parts, int n, int create)
+int tc_store_writable(const tc_store *st) { return st->rootfd >= 0 && !st->readonly; }
+
+int tc_store_open_dir(tc_store *st, const char *const *parts, int n, int create)
 {
     if (st->rootfd < 0) {
         errno = EBADF;
@@ -259,7 +223,7 @@ static int record_dir(tc_store *st, const char *target, uint32_t kind, const tc_
     shard[2] = '\0';
     memcpy(name, hex + 2, TC_DIGEST_HEX_LEN - 1);
     const char *parts[] = {LAYOUT, target, kd, shard};
-    return open_chain(st, parts, 4, create);
+    return tc_store_open_dir(st, parts, 4, create);
 }
 
 /* ---- records ------------------------------------------------------------------------------ */
@@ -379,21 +343,15 @@ done:
 
 /* ---- leases ------------------------------------------------------------------------------- */
 
-int tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_digest *key, int *fd)
+/* An exclusive flock on name in dirfd, created with the store's mode. 0
+ * taken (*fd), 1 held by another process, -1 unavailable. */
+static int lock_at(tc_store *st, int dirfd, const char *name, int wait, int *fd)
 {
     *fd = -1;
-    if (st->readonly || fault("lock"))
-        return -1;
-    char name[TC_DIGEST_HEX_LEN + 8];
-    int dfd = record_dir(st, target, kind, key, name, 1);
-    if (dfd < 0)
-        return -1;
-    strcat(name, ".lock");
-    int lfd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, file_mode(st));
-    close(dfd);
+    int lfd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, file_mode(st));
     if (lfd < 0)
         return -1;
-    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+    if (flock(lfd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
         int busy = errno == EWOULDBLOCK;
         close(lfd);
         return busy ? 1 : -1;
@@ -402,289 +360,68 @@ int tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_dige
     return 0;
 }
 
+tc_lease tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                       int *fd)
+{
+    *fd = -1;
+    if (st->readonly || fault("lock"))
+        return TC_LEASE_NONE;
+    char name[TC_DIGEST_HEX_LEN + 8];
+    int dfd = record_dir(st, target, kind, key, name, 1);
+    if (dfd < 0)
+        return TC_LEASE_NONE;
+    strcat(name, ".lock");
+    int rc = lock_at(st, dfd, name, 0, fd);
+    close(dfd);
+    return rc == 0 ? TC_LEASE_TAKEN : rc == 1 ? TC_LEASE_BUSY : TC_LEASE_NONE;
+}
+
 void tc_store_unlock(int fd)
 {
     if (fd >= 0)
         close(fd); /* releases the flock; the kernel does it too if we die */
 }
 
-/* ---- walking the store ---------------------------------------------------------------------- */
 
-static int is_record_name(const char *n)
+/* ---- the other files of the cache --------------------------------------------------------- */
+
+/* The directory a file lives in: the root, or dir below it. */
+static int file_dir(tc_store *st, const char *dir, int create)
 {
-    size_t len = strlen(n);
-    if (len != TC_DIGEST_HEX_LEN - 2)
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
-            return 0;
-    return 1;
+    const char *parts[1] = {dir};
+    return tc_store_open_dir(st, parts, dir ? 1 : 0, create);
 }
 
-typedef struct walk_item {
-    int64_t mtime_ns;
-    uint64_t size;
-    char rel[96];       /* "<target>/<kind>/<shard>/<name>" under v1 */
-    int kind;
-} walk_item;
-
-typedef struct walk {
-    walk_item *items;
-    size_t n, cap;
-    uint64_t bytes;
-    uint64_t counts[4];
-    int64_t now_ns;
-    uint64_t temps_removed;
-    int clean;          /* remove stale temporaries, locks and planted links */
-} walk;
-
-static int kind_index(char k)
+int tc_store_read_file(tc_store *st, const char *dir, const char *name, char **data,
+                       size_t *len)
 {
-    switch (k) {
-    case 'u': return 0;
-    case 'm': return 1;
-    case 't': return 2;
-    case 'g': return 3;
-    default: return -1;
-    }
-}
-
-static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
-{
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        const char *n = de->d_name;
-        if (!strcmp(n, ".") || !strcmp(n, ".."))
-            continue;
-        struct stat s;
-        if (fstatat(dirfd(d), n, &s, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        int64_t mt = (int64_t)s.st_mtim.tv_sec * 1000000000 + s.st_mtim.tv_nsec;
-        int64_t age_s = (w->now_ns - mt) / 1000000000;
-        if (S_ISREG(s.st_mode) && is_record_name(n)) {
-            if (w->n == w->cap) {
-                size_t nc = w->cap ? w->cap * 2 : 1024;
-                walk_item *p = realloc(w->items, nc * sizeof *p);
-                if (!p)
-                    continue;
-                w->items = p;
-                w->cap = nc;
-            }
-            walk_item *it = &w->items[w->n++];
-            it->mtime_ns = mt;
-            it->size = (uint64_t)s.st_size;
-            it->kind = kind;
-            snprintf(it->rel, sizeof it->rel, "%s/%s", prefix, n);
-            w->bytes += (uint64_t)s.st_size;
-            w->counts[kind]++;
-        } else if (w->clean) {
-            /* a killed writer's temporary (an hour is far longer than any
-             * write), a lock nobody used for a day, or a planted link */
-            int stale_tmp = !strncmp(n, ".tmp.", 5) && age_s > 3600;
-            size_t len = strlen(n);
-            int stale_lock = len > 5 && !strcmp(n + len - 5, ".lock") && age_s > 86400;
-            if (stale_tmp || stale_lock || S_ISLNK(s.st_mode)) {
-                if (unlinkat(dirfd(d), n, 0) == 0 && stale_tmp)
-                    w->temps_removed++;
-            }
-        }
-    }
-    closedir(d);
-}
-
-/* Visits every record under v1/<target>/<kind>/<shard>/. */
-static void walk_store(tc_store *st, walk *w)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    w->now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    const char *parts[] = {LAYOUT};
-    int v1 = open_chain(st, parts, 1, 0);
-    if (v1 < 0)
-        return;
-    DIR *targets = fdopendir(v1);
-    if (!targets) {
-        close(v1);
-        return;
-    }
-    struct dirent *t;
-    while ((t = readdir(targets)) != NULL) {
-        if (t->d_name[0] == '.')
-            continue;
-        int tfd = openat(dirfd(targets), t->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (tfd < 0)
-            continue;
-        static const char kinds[] = "umtg";
-        for (int k = 0; k < 4; k++) {
-            char kd[2] = {kinds[k], 0};
-            int kfd = openat(tfd, kd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (kfd < 0)
-                continue;
-            DIR *shards = fdopendir(kfd);
-            if (!shards) {
-                close(kfd);
-                continue;
-            }
-            struct dirent *sh;
-            while ((sh = readdir(shards)) != NULL) {
-                if (sh->d_name[0] == '.')
-                    continue;
-                int sfd = openat(dirfd(shards), sh->d_name,
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sfd < 0)
-                    continue;
-                char prefix[64];
-                snprintf(prefix, sizeof prefix, "%.24s/%c/%.8s", t->d_name, kinds[k], sh->d_name);
-                walk_shard(w, sfd, prefix, kind_index(kinds[k]));
-            }
-            closedir(shards);
-        }
-        close(tfd);
-    }
-    closedir(targets);
-}
-
-void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes)
-{
-    walk w;
-    memset(&w, 0, sizeof w);
-    walk_store(st, &w);
-    memcpy(counts, w.counts, sizeof w.counts);
-    *bytes = w.bytes;
-    free(w.items);
-}
-
-static int cmp_mtime(const void *a, const void *b)
-{
-    const walk_item *x = a, *y = b;
-    if (x->mtime_ns != y->mtime_ns)
-        return x->mtime_ns < y->mtime_ns ? -1 : 1;
-    return strcmp(x->rel, y->rel);
-}
-
-static int remove_rel(tc_store *st, const char *rel)
-{
-    /* rel = target/kind/shard/name, every directory opened without links */
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", rel);
-    char *parts[4];
-    int n = 0;
-    for (char *save = NULL, *p = strtok_r(buf, "/", &save); p && n < 4;
-         p = strtok_r(NULL, "/", &save))
-        parts[n++] = p;
-    if (n != 4)
-        return -1;
-    const char *dirs[] = {LAYOUT, parts[0], parts[1], parts[2]};
-    int dfd = open_chain(st, dirs, 4, 0);
+    int dfd = file_dir(st, dir, 0);
     if (dfd < 0)
         return -1;
-    int rc = unlinkat(dfd, parts[3], 0);
+    int rc = tc_read_file_at(dfd, name, 1, data, len);
+    int e = errno;
     close(dfd);
+    errno = e;
     return rc;
 }
 
-int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out)
+int tc_store_write_file(tc_store *st, const char *dir, const char *name, const void *data,
+                        size_t len)
 {
-    memset(out, 0, sizeof *out);
-    if (st->rootfd < 0 || st->readonly)
+    int dfd = file_dir(st, dir, 1);
+    if (dfd < 0)
         return -1;
-    /* one cleaner at a time: another one running means the work is done */
-    int lfd = openat(st->rootfd, "gc.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                     file_mode(st));
-    if (lfd < 0)
-        return -1;
-    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
-        close(lfd);
-        out->skipped = 1;
-        return 0;
-    }
-    walk w;
-    memset(&w, 0, sizeof w);
-    w.clean = 1;
-    walk_store(st, &w);
-    out->files_before = w.n;
-    out->bytes_before = w.bytes;
-    out->temps_removed = w.temps_removed;
-    qsort(w.items, w.n, sizeof *w.items, cmp_mtime);
-    uint64_t total = w.bytes;
-    /* Over the limit, evict the least recently used down to 90% of it, so
-     * the next builds do not each trigger a cleanup. */
-    int over = max_bytes && total > max_bytes;
-    uint64_t target = max_bytes / 10 * 9;
-    int64_t cutoff = older_than_s >= 0 ? w.now_ns - older_than_s * 1000000000 : INT64_MIN;
-    for (size_t i = 0; i < w.n; i++) {
-        walk_item *it = &w.items[i];
-        if (!(it->mtime_ns < cutoff || (over && total > target)))
-            continue;
-        if (remove_rel(st, it->rel) == 0) {
-            total -= it->size;
-            out->evicted_files++;
-            out->evicted_bytes += it->size;
-        }
-    }
-    out->files_after = w.n - out->evicted_files;
-    out->bytes_after = total;
-    free(w.items);
-    /* the statistics learn the exact size (statistics never fail anything) */
-    tc_counters d;
-    memset(&d, 0, sizeof d);
-    d.v[TC_C_EVICTIONS] = out->evicted_files;
-    (void)tc_stats_add(st->root, &d, NULL);
-    (void)tc_stats_set(st->root, TC_C_CACHE_BYTES, total);
-    close(lfd);
-    return 0;
+    int rc = tc_write_atomic_at(dfd, name, data, len, file_mode(st));
+    int e = errno;
+    close(dfd);
+    errno = e;
+    return rc;
 }
 
-int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad)
+int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd)
 {
-    *checked = *bad = 0;
-    walk w;
-    memset(&w, 0, sizeof w);
-    walk_store(st, &w);
-    static const uint32_t kinds[4] = {TC_REC_UNIT, TC_REC_MODULE, TC_REC_TASK, TC_REC_GROUP};
-    for (size_t i = 0; i < w.n; i++) {
-        /* rel = target/kind/shard/name: the key is shard + name */
-        const char *slash = strrchr(w.items[i].rel, '/');
-        char hex[TC_DIGEST_HEX_LEN + 1];
-        tc_digest key;
-        snprintf(hex, sizeof hex, "%.2s%s", slash - 2, slash + 1);
-        char target[32];
-        snprintf(target, sizeof target, "%.*s", (int)strcspn(w.items[i].rel, "/"),
-                 w.items[i].rel);
-        if (tc_digest_from_hex(hex, &key) != 0)
-            continue;
-        (*checked)++;
-        char *p = NULL;
-        size_t n;
-        int b = 0;
-        if (tc_store_get(st, target, kinds[w.items[i].kind], &key, &p, &n, &b)) {
-            free(p);
-            continue;
-        }
-        (*bad)++;
-        if (remove_bad)
-            remove_rel(st, w.items[i].rel);
-    }
-    free(w.items);
-    return 0;
-}
-
-int tc_store_clear(tc_store *st)
-{
+    *fd = -1;
     if (st->rootfd < 0)
         return -1;
-    /* Renaming the tree away first makes the clear atomic for readers. */
-    char away[64];
-    snprintf(away, sizeof away, LAYOUT ".clear.%ld", (long)getpid());
-    if (renameat(st->rootfd, LAYOUT, st->rootfd, away) != 0)
-        return errno == ENOENT ? 0 : -1;
-    char *path = tc_path_join(st->root, away);
-    int rc = path ? tc_remove_tree(path) : -1;
-    free(path);
-    return rc;
+    return lock_at(st, st->rootfd, name, wait, fd);
 }

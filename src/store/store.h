@@ -1,24 +1,31 @@
-/* store: the on-disk, content-addressed record store.
+/* store: the on-disk, content-addressed record store, and the only code
+ * that touches files inside a cache directory.
  *
  *   <root>/v1/<target>/<u|m|t|g>/<2 hex>/<62 hex>   records (record.h):
  *                                                 units, modules, tasks, groups
- *   <root>/toolchain/                            compiler identity memos
+ *   <root>/toolchain/<32 hex>                    compiler identity memos
  *   <root>/stats, <root>/stats.lock              counters (stats.h)
+ *   <root>/taskcache.conf                        configuration (config.h)
+ *   <root>/gc.lock, <root>/CACHEDIR.TAG
  *
  * Records are written to a temporary name in their own directory and
  * renamed into place, so readers take no locks and never see a partial
  * record. Nothing here ever fails a build: a record that cannot be read or
  * verified is a miss, one that cannot be written is skipped with a
- * warning. Symbolic links inside the cache are never followed. Every hit
- * refreshes the record's modification time, the clock of LRU eviction. */
+ * warning. Every path below the root is opened one component at a time
+ * without following symbolic links. Every hit refreshes the record's
+ * modification time, the clock of LRU eviction.
+ *
+ * store.c opens the store and reads and writes single files; walk.c visits
+ * every record (count, gc, verify, clear). */
 #ifndef TC_STORE_STORE_H
 #define TC_STORE_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/hash.h"
-#include "record.h"
+#include "store/record.h"
+#include "util/hash.h"
 
 typedef struct tc_store tc_store;
 
@@ -31,6 +38,8 @@ void tc_store_close(tc_store *st);
 const char *tc_store_root(const tc_store *st);
 /* Why records cannot be stored, or NULL. */
 const char *tc_store_warning(const tc_store *st);
+
+/* ---- records ---- */
 
 /* Looks a record up. Returns 1 with its payload (malloc'd), or 0 for a
  * miss; *bad is set to 1 when a record was there but did not verify. */
@@ -45,8 +54,45 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
 long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                        const void *payload, size_t len);
 
+/* The size limit: <root>/taskcache.conf "max_size", $TASKCACHE_MAXSIZE, or
+ * 5 GiB; the setter overrides them. */
+uint64_t tc_store_max_size(const tc_store *st);
+void tc_store_set_max_size(tc_store *st, uint64_t bytes);
+
+/* ---- compile leases ---- */
+
+typedef enum tc_lease {
+    TC_LEASE_TAKEN,    /* ours until tc_store_unlock */
+    TC_LEASE_BUSY,     /* another process holds it */
+    TC_LEASE_NONE      /* locking is unavailable here: proceed without */
+} tc_lease;
+
+/* A compile lease on a record: an flock on <record>.lock, released when
+ * the holder unlocks or dies. *fd is the lock to pass to tc_store_unlock
+ * (-1 unless taken). Never blocks. */
+tc_lease tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                       int *fd);
+void tc_store_unlock(int fd);
+
+/* ---- the other files of the cache ---- */
+
+/* Reads <root>/<name>, or <root>/<dir>/<name> when dir is not NULL.
+ * Returns 0 with the contents (malloc'd, NUL-terminated), or -1. */
+int tc_store_read_file(tc_store *st, const char *dir, const char *name, char **data,
+                       size_t *len);
+/* Replaces that file atomically, creating dir when missing. 0 or -1. */
+int tc_store_write_file(tc_store *st, const char *dir, const char *name, const void *data,
+                        size_t len);
+/* Takes an exclusive flock on <root>/<name>, created when missing. wait:
+ * block until it is free, else return at once. Returns 0 with *fd (to
+ * pass to tc_store_unlock), 1 when another process holds it, -1 when it
+ * cannot be taken. */
+int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd);
+
+/* ---- walking every record (walk.c) ---- */
+
 /* Reads and verifies every record; counts (and with remove_bad, removes)
- * those that do not verify. */
+ * those that do not verify. 0, or -1 when the cache is unusable. */
 int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad);
 
 /* Removes every record. 0 or -1. */
@@ -54,19 +100,6 @@ int tc_store_clear(tc_store *st);
 
 /* Counts records on disk: units, modules, tasks, groups; and their bytes. */
 void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes);
-
-/* The size limit: <root>/taskcache.conf "max_size", $TASKCACHE_MAXSIZE, or
- * 5 GiB; the setter overrides them. */
-uint64_t tc_store_max_size(const tc_store *st);
-void tc_store_set_max_size(tc_store *st, uint64_t bytes);
-/* tc_parse_size (taskcache.h) reads the sizes of the configuration. */
-
-/* A compile lease on a record: an flock on <record>.lock, released when
- * the holder unlocks or dies. Returns 0 with *fd when acquired, 1 when
- * another process holds it, -1 when locking is unavailable (proceed
- * without). Never blocks. */
-int tc_store_lock(tc_store *st, const char *target, uint32_t kind, const tc_digest *key, int *fd);
-void tc_store_unlock(int fd);
 
 typedef struct tc_gc_result {
     uint64_t files_before, bytes_before;
@@ -81,8 +114,17 @@ typedef struct tc_gc_result {
  * max_bytes (0: no size limit), and every record older than older_than_s
  * seconds (-1: none); removes stale temporaries, stale lock files and
  * planted links. One cleaner at a time (gc.lock); a concurrent call
- * returns at once with skipped set. Updates the statistics (evictions, the
- * size estimate). 0, or -1 when the cache is unusable. */
+ * returns at once with skipped set. The caller records the outcome in the
+ * statistics (tc_stats_after_gc). 0, or -1 when the cache is unusable. */
 int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out);
+
+/* ---- for walk.c ---- */
+
+/* Opens the directories parts[0..n) below the root one by one, never
+ * following a link, creating missing ones when asked. A directory fd, or
+ * -1 with errno. */
+int tc_store_open_dir(tc_store *st, const char *const *parts, int n, int create);
+/* Whether records can be written. */
+int tc_store_writable(const tc_store *st);
 
 #endif

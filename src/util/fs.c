@@ -1,6 +1,6 @@
 /* fs: file reading, atomic publishing, directory helpers. */
 #define _GNU_SOURCE
-#include "fs.h"
+#include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>

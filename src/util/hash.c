@@ -1,6 +1,6 @@
 /* hash: SHA-256 wrapper over OpenSSL EVP (hardware accelerated where the
  * CPU has SHA extensions). */
-#include "hash.h"
+#include "util/hash.h"
 
 #include <openssl/evp.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* map: symbol-table hash map (FNV-1a, linear probing). */
-#include "map.h"
+#include "util/map.h"
 
 #include <stdlib.h>
 #include <string.h>

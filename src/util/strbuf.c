@@ -1,5 +1,5 @@
 /* strbuf: growable byte/string builder (see strbuf.h). */
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -173,6 +173,48 @@ def test_stats_zero_and_clear(simple, tmp_path):
     assert stats(cache)["module_misses"] == 1
 
 
+STATS_FIGURES = [
+    "builds", "module_hits", "module_misses", "whole_builds", "compile_errors", "unit_hits",
+    "unit_misses", "task_hits", "task_misses", "codegen_calls", "group_hits", "group_misses",
+    "compiles", "records_written", "bytes_written", "bad_records", "waited", "evictions",
+    "store_errors", "module_records", "unit_records", "task_records", "group_records",
+    "disk_bytes", "max_size"]
+
+
+def test_stats_json_quotes_the_cache_directory(simple, tmp_path):
+    """The directory's name is a JSON string whatever it holds (it used to
+    be printed between quotes as it was)."""
+    cache = tmp_path / 'a "quoted" \\ dir\twith a tab'
+    build(simple, tmp_path / "o.cubin", str(cache))
+    s = json.loads(tc("stats", "--cache-dir", cache, "--json").stdout)
+    assert s["cache_dir"] == str(cache)
+    assert list(s) == ["cache_dir"] + STATS_FIGURES
+    assert s["builds"] == 1 and s["module_misses"] == 1 and s["module_records"] == 1
+
+
+def test_stats_text_shows_host_figures_only_when_used(simple, tmp_path):
+    cache = str(tmp_path / "cache")
+    build(simple, tmp_path / "o.cubin", cache)
+    human = tc("stats", "--cache-dir", cache).stdout
+    assert "host task hits" not in human and "task records on disk" not in human
+    assert "records written" in human and "KiB)" in human  # bytes beside the count
+    assert "size limit" in human and "5.0 GiB" in human
+
+
+def test_verify_fails_when_the_records_cannot_be_read(tmp_path):
+    """verify used to report '0 records checked, 0 bad' and succeed on a
+    cache it could not read at all."""
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("not a cache")
+    p = tc("verify", "--cache-dir", not_a_dir, check=False)
+    assert p.returncode == 1
+    assert "error: cannot read the records of" in p.stderr and str(not_a_dir) in p.stderr
+    assert "records checked" not in p.stdout
+    empty = tmp_path / "empty"
+    p = tc("verify", "--cache-dir", empty)  # a new cache holds no records: nothing wrong
+    assert p.stdout.startswith("0 records checked, 0 bad")
+
+
 def test_explain_text_and_json(simple, tmp_path):
     cache = str(tmp_path / "cache")
     text = tc("explain", simple, "--arch", ARCH, "--cache-dir", cache).stdout

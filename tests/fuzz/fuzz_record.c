@@ -1,15 +1,15 @@
 /* libFuzzer target: the record decoder, the payload decoders and the ELF
  * kernel reader. Arbitrary bytes as a record, as a unit/task payload, as a
- * module payload, as an entry and as an object or image must be rejected or
+ * module payload (of units or of tasks), as a group manifest, as an entry and as an object or image must be rejected or
  * decoded cleanly; a payload wrapped in a well-formed record must come back
  * byte for byte. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/internal.h"
-#include "build/payload.h"
+#include "api/handles.h"
 #include "link/elf.h"
+#include "pipeline/payload.h"
 #include "store/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,15 +34,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(p);
     }
     /* 2. as payloads */
-    tc_object_payload o;
-    if (tc_payload_decode_object((const char *)data, size, &o) == 0)
-        tc_payload_free_object(&o);
+    tc_unit u;
+    memset(&u, 0, sizeof u);
+    (void)tc_payload_decode_unit((const char *)data, size, &u);
+    tc_unit_free(&u);
+    tc_digest *keys = NULL;
+    char **names = NULL;
+    size_t ntasks = 0;
+    if (tc_payload_decode_group((const char *)data, size, &keys, &names, &ntasks) == 0) {
+        for (size_t i = 0; i < ntasks; i++)
+            free(names[i]);
+        free(names);
+        free(keys);
+    }
     tc_result *r = tc_result_new();
     if (r) {
         size_t units;
         (void)tc_payload_decode_module((const char *)data, size, r, &units);
         tc_result_free(r);
     }
+    char *image = NULL;
+    size_t image_len = 0;
+    if (tc_payload_decode_task_module((const char *)data, size, &key, 1, &image, &image_len) == 0)
+        free(image);
     tc_entry_info e;
     if (tc_entry_decode(data, size, &e) == 0)
         tc_entry_clear(&e);

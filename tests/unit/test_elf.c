@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/link/elf.h"
+#include "link/elf.h"
 #include "check.h"
 
 enum { SHOFF = 64, NSEC = 3, STRTAB = SHOFF + NSEC * 64, SYMTAB = 512, SIZE = 640 };

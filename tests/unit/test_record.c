@@ -3,7 +3,7 @@
  * rejected, so a damaged cache can only cause a miss. */
 #include <stdlib.h>
 
-#include "build/internal.h"
+#include "api/handles.h"
 #include "check.h"
 #include "store/record.h"
 

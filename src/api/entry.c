@@ -1,11 +1,15 @@
-/* entries: the per-kernel metadata kept in records and handed to callers:
- * name, parameter layout, performance directives and the compiler's
- * resource report. */
+/* entry: the per-kernel metadata (tc_entry_info) kept in records and
+ * handed to callers: name, parameter layout, performance directives from
+ * the parsed PTX and the compiler's resource report. This file owns how an
+ * entry's memory is laid out: everything that makes, copies or frees one
+ * is here. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/record.h"
-#include "internal.h"
+#include "api/handles.h"
+#include "compile/ptxas.h"
+#include "store/record.h"
+#include "util/map.h"
 
 /* The parameter array and its type strings live in one allocation. */
 static tc_param_info *alloc_params(uint32_t n, char **types)
@@ -71,6 +75,13 @@ void tc_entry_clear(tc_entry_info *e)
     free_key(e->unit_key);
     free_key(e->slice_key);
     memset(e, 0, sizeof *e);
+}
+
+void tc_entries_free(tc_entry_info *entries, size_t n)
+{
+    for (size_t i = 0; entries && i < n; i++)
+        tc_entry_clear(&entries[i]);
+    free(entries);
 }
 
 int tc_entry_set_key(const char **field, const char *hex)
@@ -180,5 +191,39 @@ int tc_entry_decode(const void *data, size_t n, tc_entry_info *e)
         tc_entry_clear(e);
         return -1;
     }
+    return 0;
+}
+
+/* ---- the compiler's resource report --------------------------------------------- */
+
+typedef struct res_ctx {
+    tc_entry_info *entries;
+    tc_map names;  /* entry name -> index */
+} res_ctx;
+
+static void take_resources(void *ctx, const char *name, size_t nlen, const tc_ptxas_res *res)
+{
+    res_ctx *c = ctx;
+    uint32_t *i = tc_map_get(&c->names, name, nlen);
+    if (!i)
+        return; /* a helper function, not a kernel */
+    tc_entry_info *e = &c->entries[*i];
+    e->registers = res->registers;
+    e->shared_bytes = res->shared_bytes;
+    e->stack_bytes = res->stack_bytes;
+    e->spill_store_bytes = res->spill_store_bytes;
+    e->spill_load_bytes = res->spill_load_bytes;
+}
+
+int tc_entries_take_resources(tc_entry_info *entries, size_t n, const char *log, size_t len)
+{
+    res_ctx c = {entries, {0}};
+    for (size_t i = 0; i < n; i++)
+        if (tc_map_put(&c.names, entries[i].name, strlen(entries[i].name), (uint32_t)i) < 0) {
+            tc_map_free(&c.names);
+            return -1;
+        }
+    tc_ptxas_parse_resources(log, len, take_resources, &c);
+    tc_map_free(&c.names);
     return 0;
 }

@@ -1,10 +1,11 @@
-/* spawn: runs a program without a shell (posix_spawn) and waits for it.
+/* spawn: runs a tool of the toolchain (ptxas, nvlink, a --version probe)
+ * without a shell (posix_spawn) and waits for it.
  * Output goes to a file or is captured in memory. Only the child's own pid
  * is waited for, so a host process's other children are never reaped. */
-#ifndef TC_COMPILE_SPAWN_H
-#define TC_COMPILE_SPAWN_H
+#ifndef TC_TOOLCHAIN_SPAWN_H
+#define TC_TOOLCHAIN_SPAWN_H
 
-#include "../util/strbuf.h"
+#include "util/strbuf.h"
 
 /* argv[0] is the program path (no $PATH search). Standard output and
  * standard error both go to log_path when it is non-NULL, else into

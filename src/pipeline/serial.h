@@ -1,10 +1,10 @@
 /* serial: tc_host.serialize_codegen across calls. A host is its codegen
  * function and its user pointer: every tc_build_tasks of the process with
  * the same pair and serialization on runs one codegen call at a time. */
-#ifndef TC_BUILD_SERIAL_H
-#define TC_BUILD_SERIAL_H
+#ifndef TC_PIPELINE_SERIAL_H
+#define TC_PIPELINE_SERIAL_H
 
-#include "../../include/taskcache.h"
+#include "taskcache.h"
 
 typedef struct tc_serial tc_serial;
 

@@ -3,7 +3,7 @@
  * must leave it usable in the child: one mutex and one condition guard all
  * of it, and pthread_atfork hands the child a registry in which only the
  * forking thread may hold a host (the other threads do not exist there). */
-#include "serial.h"
+#include "pipeline/serial.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,14 +2,16 @@
  * into every key: a SHA-256 of the binary's bytes. Hashing a 30 MB ptxas
  * and asking its --version cost tens of milliseconds, so identities are
  * memoized by the file's path, device, inode, size, modification and
- * status-change times: in this process, and on disk in the cache. */
-#ifndef TC_KEY_TOOLCHAIN_H
-#define TC_KEY_TOOLCHAIN_H
+ * status-change times: in this process, and in the cache's store
+ * (<root>/toolchain/, written like every file of the cache). */
+#ifndef TC_TOOLCHAIN_TOOLCHAIN_H
+#define TC_TOOLCHAIN_TOOLCHAIN_H
 
 #include <stddef.h>
 
-#include "../util/hash.h"
-#include "../util/strbuf.h"
+#include "store/store.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
 
 #define TC_PATH_MAX 4096
 
@@ -22,13 +24,14 @@ int tc_tool_find(const char *explicit_path, const char *env_var, const char *nam
 
 /* Identity of the program at `path`: the digest of its bytes, and the
  * last non-empty line of its `--version` output for display (a program
- * that cannot answer --version is refused). memo_dir may be NULL (no disk
- * memo) and is created if missing. Returns 0, or -1 with a message. */
-int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+ * that cannot answer --version is refused). memo: the store that keeps
+ * identities across processes, or NULL (none). Returns 0, or -1 with a
+ * message. */
+int tc_tool_identity(const char *path, tc_store *memo, char id[TC_DIGEST_HEX_LEN + 1],
                      char *version, size_t vlen, tc_sb *err);
 
 /* Identity of a library (the digest of its bytes), memoized the same way. */
-int tc_file_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+int tc_file_identity(const char *path, tc_store *memo, char id[TC_DIGEST_HEX_LEN + 1],
                      tc_sb *err);
 
 #endif

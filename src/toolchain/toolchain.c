@@ -1,6 +1,6 @@
 /* toolchain: tool discovery and memoized identities (see toolchain.h). */
 #define _GNU_SOURCE
-#include "toolchain.h"
+#include "toolchain/toolchain.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../compile/spawn.h"
-#include "../util/fs.h"
+#include "toolchain/spawn.h"
 
 #ifndef TC_CUDA_BIN_DIR
 #define TC_CUDA_BIN_DIR ""
@@ -72,16 +71,17 @@ int tc_tool_find(const char *explicit_path, const char *env_var, const char *nam
 
 /* ---- memo ----------------------------------------------------------------- */
 
-typedef struct memo {
+/* Identities this process has established. */
+typedef struct known_tool {
     char *path;
     struct stat st;
     char id[TC_DIGEST_HEX_LEN + 1];
     char version[160];
-    struct memo *next;
-} memo;
+    struct known_tool *next;
+} known_tool;
 
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
-static memo *memos;
+static known_tool *known;
 
 /* A fork while another thread held memo_lock would leave it locked in the
  * child for good (that thread is not there): the fork takes it first. It
@@ -113,23 +113,22 @@ static void stamp(const struct stat *st, char *buf, size_t n)
              (long long)st->st_ctim.tv_sec, (long)st->st_ctim.tv_nsec);
 }
 
-static char *disk_memo_path(const char *memo_dir, const char *path)
+/* A memo's name in <root>/toolchain: a hash of the tool's path. */
+static void memo_name(const char *path, char name[TC_DIGEST_HEX_LEN + 1])
 {
     tc_digest d;
-    char hex[TC_DIGEST_HEX_LEN + 1];
     tc_digest_of(path, strlen(path), &d);
-    tc_digest_hex(&d, hex);
-    hex[32] = '\0';
-    return tc_path_join(memo_dir, hex);
+    tc_digest_hex(&d, name);
+    name[32] = '\0';
 }
 
-/* Disk memo format: "<stamp>\n<id>\n<version>\n". */
-static int read_disk_memo(const char *file, const struct stat *st, char *id, char *version,
-                          size_t vlen)
+/* Memo format: "<stamp>\n<id>\n<version>\n". */
+static int read_memo(tc_store *memo, const char *name, const struct stat *st, char *id,
+                     char *version, size_t vlen)
 {
     char *data;
     size_t len;
-    if (tc_read_file(file, 1, &data, &len) != 0)
+    if (tc_store_read_file(memo, "toolchain", name, &data, &len) != 0)
         return -1;
     char want[160];
     stamp(st, want, sizeof want);
@@ -147,6 +146,19 @@ static int read_disk_memo(const char *file, const struct stat *st, char *id, cha
     }
     free(data);
     return rc;
+}
+
+static void write_memo(tc_store *memo, const char *name, const struct stat *st, const char *id,
+                       const char *version)
+{
+    tc_sb rec = TC_SB_INIT;
+    char s[160];
+    stamp(st, s, sizeof s);
+    tc_sb_printf(&rec, "%s\n%s\n%s\n", s, id, version);
+    /* best effort: a memo that cannot be written costs one digest */
+    if (!rec.oom)
+        (void)tc_store_write_file(memo, "toolchain", name, rec.data, rec.len);
+    tc_sb_free(&rec);
 }
 
 /* SHA-256 of the file's bytes: a wrapper script, a patched build or
@@ -207,7 +219,7 @@ static int probe_version(const char *path, char *version, size_t vlen, tc_sb *er
 
 /* The memoized identity of a file; with run_version, a program that must
  * answer --version. */
-static int identify(const char *path, const char *memo_dir, int run_version,
+static int identify(const char *path, tc_store *memo, int run_version,
                     char id[TC_DIGEST_HEX_LEN + 1], char *version, size_t vlen, tc_sb *err)
 {
     struct stat st;
@@ -217,7 +229,7 @@ static int identify(const char *path, const char *memo_dir, int run_version,
     }
     pthread_once(&memo_fork_once, memo_watch_forks);
     pthread_mutex_lock(&memo_lock);
-    for (memo *m = memos; m; m = m->next) {
+    for (known_tool *m = known; m; m = m->next) {
         if (!strcmp(m->path, path) && same_file(&m->st, &st)) {
             memcpy(id, m->id, TC_DIGEST_HEX_LEN + 1);
             snprintf(version, vlen, "%s", m->version);
@@ -227,34 +239,24 @@ static int identify(const char *path, const char *memo_dir, int run_version,
     }
     pthread_mutex_unlock(&memo_lock);
 
-    char *file = memo_dir ? disk_memo_path(memo_dir, path) : NULL;
-    int found = file && read_disk_memo(file, &st, id, version, vlen) == 0;
-    if (!found) {
+    char name[TC_DIGEST_HEX_LEN + 1];
+    memo_name(path, name);
+    if (!memo || read_memo(memo, name, &st, id, version, vlen) != 0) {
         version[0] = '\0';
         if ((run_version && probe_version(path, version, vlen, err) != 0) ||
-            digest_file(path, id, err) != 0) {
-            free(file);
+            digest_file(path, id, err) != 0)
             return -1;
-        }
-        if (file && tc_mkdir_p(memo_dir, 0700) == 0) {
-            tc_sb rec = TC_SB_INIT;
-            char s[160];
-            stamp(&st, s, sizeof s);
-            tc_sb_printf(&rec, "%s\n%s\n%s\n", s, id, version);
-            /* best effort: a memo that cannot be written costs one digest */
-            (void)tc_write_atomic(file, rec.data, rec.len, 0600);
-            tc_sb_free(&rec);
-        }
+        if (memo)
+            write_memo(memo, name, &st, id, version);
     }
-    free(file);
-    memo *m = calloc(1, sizeof *m);
+    known_tool *m = calloc(1, sizeof *m);
     if (m && (m->path = strdup(path)) != NULL) {
         m->st = st;
         memcpy(m->id, id, TC_DIGEST_HEX_LEN + 1);
         snprintf(m->version, sizeof m->version, "%s", version);
         pthread_mutex_lock(&memo_lock);
-        m->next = memos;
-        memos = m;
+        m->next = known;
+        known = m;
         pthread_mutex_unlock(&memo_lock);
     } else {
         free(m);
@@ -262,15 +264,15 @@ static int identify(const char *path, const char *memo_dir, int run_version,
     return 0;
 }
 
-int tc_tool_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+int tc_tool_identity(const char *path, tc_store *memo, char id[TC_DIGEST_HEX_LEN + 1],
                      char *version, size_t vlen, tc_sb *err)
 {
-    return identify(path, memo_dir, 1, id, version, vlen, err);
+    return identify(path, memo, 1, id, version, vlen, err);
 }
 
-int tc_file_identity(const char *path, const char *memo_dir, char id[TC_DIGEST_HEX_LEN + 1],
+int tc_file_identity(const char *path, tc_store *memo, char id[TC_DIGEST_HEX_LEN + 1],
                      tc_sb *err)
 {
     char version[8];
-    return identify(path, memo_dir, 0, id, version, sizeof version, err);
+    return identify(path, memo, 0, id, version, sizeof version, err);
 }

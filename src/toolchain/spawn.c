@@ -1,6 +1,6 @@
 /* spawn: posix_spawn wrapper used for ptxas, nvlink and --version probes. */
 #define _GNU_SOURCE
-#include "spawn.h"
+#include "toolchain/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

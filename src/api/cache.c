@@ -1,0 +1,212 @@
+/* cache: the tc_cache handle, its statistics and its maintenance (gc,
+ * verify, clear). The records themselves are the store's (src/store). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handles.h"
+#include "store/config.h"
+#include "store/stats.h"
+
+static char *default_dir(void)
+{
+    const char *e = getenv("TASKCACHE_DIR");
+    if (e && *e)
+        return strdup(e);
+    char *p = NULL;
+    e = getenv("XDG_CACHE_HOME");
+    if (e && *e && e[0] == '/')
+        return asprintf(&p, "%s/taskcache", e) < 0 ? NULL : p;
+    e = getenv("HOME");
+    if (e && *e)
+        return asprintf(&p, "%s/.cache/taskcache", e) < 0 ? NULL : p;
+    return NULL;
+}
+
+tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err)
+{
+    tc_clear_error(err);
+    *out = NULL;
+    tc_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+    c->dir = dir && *dir ? strdup(dir) : default_dir();
+    if (!c->dir) {
+        free(c);
+        return tc_set_error(err, TC_ERR_INVALID,
+                         "no cache directory: set TASKCACHE_DIR or HOME, or pass one");
+    }
+    c->refs = 1;
+    c->store = tc_store_open(c->dir);
+    if (!c->store) {
+        tc_cache_close(c);
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+    }
+    *out = c;
+    return TC_OK;
+}
+
+void tc_cache_hold(tc_cache *c)
+{
+    if (c)
+        __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void tc_cache_release(tc_cache *c)
+{
+    /* acquire-release: the thread that frees sees every write made by the
+     * calls that released before it */
+    if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    tc_store_close(c->store);
+    free(c->dir);
+    free(c);
+}
+
+void tc_cache_close(tc_cache *c) { tc_cache_release(c); }
+
+const char *tc_cache_dir(const tc_cache *c) { return c->dir; }
+
+const char *tc_cache_warning(const tc_cache *c) { return tc_store_warning(c->store); }
+
+/* The table behind tc_stats_fields: every member of tc_stats, in the
+ * order of TC_STATS_TABLE (a member the table lacks fails the assertion
+ * below, a name tc_stats lacks fails offsetof). */
+static const tc_stats_field stats_fields[] = {
+#define TC_X(id, name, label, flags) {#name, label, offsetof(tc_stats, name), flags},
+    TC_STATS_TABLE(TC_X)
+#undef TC_X
+};
+_Static_assert(sizeof stats_fields / sizeof stats_fields[0] == sizeof(tc_stats) / sizeof(uint64_t),
+               "every member of tc_stats has a row in TC_STATS_TABLE");
+
+const tc_stats_field *tc_stats_fields(size_t *count)
+{
+    if (count)
+        *count = sizeof stats_fields / sizeof stats_fields[0];
+    return stats_fields;
+}
+
+static tc_status cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
+{
+    tc_clear_error(err);
+    tc_counters k;
+    tc_stats_read(c->store, &k);
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < TC_NSTATS; i++)
+        if (stats_fields[i].flags & TC_STATS_COUNTER)
+            memcpy((char *)out + stats_fields[i].offset, &k.v[i], sizeof k.v[i]);
+    out->max_size = tc_store_max_size(c->store);
+    uint64_t counts[4];
+    tc_store_count(c->store, counts, &out->disk_bytes);
+    out->unit_records = counts[0];
+    out->module_records = counts[1];
+    out->task_records = counts[2];
+    out->group_records = counts[3];
+    return TC_OK;
+}
+
+tc_status tc_cache_zero_stats(tc_cache *c, tc_error *err)
+{
+    tc_clear_error(err);
+    if (tc_stats_zero(c->store, 0) != 0)
+        return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+    return TC_OK;
+}
+
+uint64_t tc_cache_max_size(const tc_cache *c) { return tc_store_max_size(c->store); }
+
+tc_status tc_parse_size(const char *s, uint64_t *bytes)
+{
+    return tc_config_parse_size(s, bytes) == 0 ? TC_OK : TC_ERR_INVALID;
+}
+
+void tc_cache_set_max_size(tc_cache *c, uint64_t bytes) { tc_store_set_max_size(c->store, bytes); }
+
+static tc_status cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
+                         tc_gc_report *out, tc_error *err)
+{
+    tc_clear_error(err);
+    tc_gc_result g;
+    if (tc_store_gc(c->store, max_bytes ? max_bytes : tc_store_max_size(c->store),
+                    older_than_seconds, &g) != 0)
+        return tc_set_error(err, TC_ERR_IO, "cannot clean %s: %s", c->dir,
+                            tc_store_warning(c->store) ? tc_store_warning(c->store)
+                                                       : "the cache is not usable");
+    tc_stats_after_gc(c->store, &g);
+    if (out) {
+        out->evicted_files = g.evicted_files;
+        out->evicted_bytes = g.evicted_bytes;
+        out->files = g.files_after;
+        out->bytes = g.bytes_after;
+        out->temps_removed = g.temps_removed;
+        out->skipped = g.skipped;
+    }
+    return TC_OK;
+}
+
+static tc_status cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
+                             tc_error *err)
+{
+    tc_clear_error(err);
+    uint64_t k = 0, b = 0;
+    int rc = tc_store_verify(c->store, remove_bad, &k, &b);
+    if (checked)
+        *checked = k;
+    if (bad)
+        *bad = b;
+    if (rc != 0)
+        return tc_set_error(err, TC_ERR_IO, "cannot read the records of %s: %s", c->dir,
+                            tc_store_warning(c->store) ? tc_store_warning(c->store)
+                                                       : strerror(errno));
+    return TC_OK;
+}
+
+static tc_status cache_clear(tc_cache *c, tc_error *err)
+{
+    tc_clear_error(err);
+    if (tc_store_clear(c->store) != 0)
+        return tc_set_error(err, TC_ERR_IO, "cannot remove every record under %s", c->dir);
+    if (tc_stats_zero(c->store, 1) != 0 && !tc_store_warning(c->store))
+        return tc_set_error(err, TC_ERR_IO, "cannot reset the statistics in %s", c->dir);
+    return TC_OK;
+}
+
+/* The maintenance calls can take a while (gc and verify read the whole
+ * cache): like builds, they keep the handle alive until they return. */
+tc_status tc_cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_stats(c, out, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_seconds,
+                      tc_gc_report *out, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_gc(c, max_bytes, older_than_seconds, out, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_verify(tc_cache *c, int remove_bad, uint64_t *checked, uint64_t *bad,
+                          tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_verify(c, remove_bad, checked, bad, err);
+    tc_cache_release(c);
+    return st;
+}
+
+tc_status tc_cache_clear(tc_cache *c, tc_error *err)
+{
+    tc_cache_hold(c);
+    tc_status st = cache_clear(c, err);
+    tc_cache_release(c);
+    return st;
+}

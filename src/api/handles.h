@@ -1,0 +1,99 @@
+/* handles: what stands behind the public handles of taskcache.h (options,
+ * the cache, results and their entries), for the files of the library that
+ * fill or read them. Internal.
+ *
+ * How internal functions report, everywhere in src/:
+ * - what a caller of the public API must be told returns a tc_status and
+ *   puts the words in the result's diagnostics (pipeline: tc_session_fail)
+ *   or in a tc_error (tc_set_error);
+ * - any other operation returns int: 0 when it did its work, -1 when not,
+ *   with errno set where the cause is the system's (out of memory: ENOMEM);
+ * - a lookup returns 1 found, 0 not found; a cache that cannot be read is
+ *   "not found", never an error (a cache problem never fails a build);
+ * - a few calls with more outcomes return an enum that names them
+ *   (tc_lease) or a count that is -1 on failure (tc_store_put).
+ * Messages go into tc_sb buffers or tc_error; the library never prints. */
+#ifndef TC_API_HANDLES_H
+#define TC_API_HANDLES_H
+
+#include <signal.h>
+
+#include "ptx/module.h"
+#include "store/store.h"
+#include "taskcache.h"
+#include "util/strbuf.h"
+
+struct tc_options {
+    char arch[32];
+    char **copts;          /* compiler options, in the order given */
+    size_t ncopts;
+    int jobs;
+    char *ptxas;
+    int module_tier, unit_tier, split;
+    unsigned unit_cost;
+    tc_compiler compiler;
+    tc_unit_code unit_code;
+    const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
+};
+
+/* The options' cancel flag is raised. */
+static inline int tc_options_cancelled(const tc_options *o)
+{
+    return o->cancel && *o->cancel;
+}
+
+struct tc_cache {
+    char *dir;
+    tc_store *store;
+    int refs;              /* the owner's handle + one per call in flight (atomic) */
+};
+
+/* Every call that uses a cache beyond its own return holds it, so that
+ * tc_cache_close from another thread, or from a codegen callback, frees it
+ * only after the last such call returns. NULL is allowed. */
+void tc_cache_hold(tc_cache *c);
+void tc_cache_release(tc_cache *c);
+
+struct tc_result {
+    tc_status status;
+    tc_sb diag;
+    char *image;
+    size_t image_len;
+    char *whole_reason;
+    tc_report report;
+    tc_entry_info *entries;
+    size_t nentries;
+    tc_task_info *tasks;   /* tc_build_tasks / tc_lookup_group; strings owned */
+    size_t ntasks;
+};
+
+/* result.c */
+tc_result *tc_result_new(void);
+/* Drops the image, entries, whole reason, diagnostics and report (what a
+ * module record fills), keeping the result for another attempt. */
+void tc_result_clear(tc_result *r);
+
+/* status.c: fill *err (which may be NULL) and return the code */
+tc_status tc_set_error(tc_error *err, tc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tc_clear_error(tc_error *err);
+
+/* entry.c: the per-kernel metadata of results and records. An entry owns
+ * its name, parameter array and key strings. */
+/* Fills e from a parsed entry definition (name, parameters, directives);
+ * resources are set to unknown (-1). 0, or -1 out of memory. */
+int tc_entry_from_stmt(const tc_ptx_module *m, const tc_ptx_stmt *st, tc_entry_info *e);
+void tc_entry_clear(tc_entry_info *e);
+/* Clears entries[0..n) and frees the array. NULL is allowed. */
+void tc_entries_free(tc_entry_info *entries, size_t n);
+/* Serializes one entry (keys included) as a record field payload. */
+void tc_entry_encode(const tc_entry_info *e, tc_sb *out);
+/* Decodes what tc_entry_encode wrote. 0, or -1 when malformed. */
+int tc_entry_decode(const void *p, size_t n, tc_entry_info *e);
+/* Sets a key string field (unit_key / slice_key) to hex, owning it. */
+int tc_entry_set_key(const char **field, const char *hex);
+/* Fills the entries' resource reports from a compiler's -v log. 0, or -1
+ * out of memory. */
+int tc_entries_take_resources(tc_entry_info *entries, size_t n, const char *log, size_t len);
+
+#endif

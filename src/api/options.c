@@ -1,0 +1,151 @@
+/* options: tc_options, the settings of a build (see taskcache.h). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/handles.h"
+#include "compile/nvptx.h"
+
+tc_options *tc_options_new(void)
+{
+    tc_options *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o->jobs = n > 0 ? (int)n : 1;
+    o->module_tier = o->unit_tier = o->split = 1;
+    const char *c = getenv("TASKCACHE_COMPILER");
+    if (c && !strcmp(c, "ptxas"))
+        o->compiler = TC_COMPILER_PTXAS;
+    else if (c && !strcmp(c, "inprocess"))
+        o->compiler = TC_COMPILER_INPROCESS;
+    return o;
+}
+
+void tc_options_free(tc_options *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->ncopts; i++)
+        free(o->copts[i]);
+    free(o->copts);
+    free(o->ptxas);
+    free(o);
+}
+
+tc_status tc_options_set_arch(tc_options *o, const char *arch, tc_error *err)
+{
+    tc_clear_error(err);
+    /* sm_<digits>[a|f]: also keeps the target safe as a directory name */
+    size_t n = arch ? strlen(arch) : 0;
+    int ok = n >= 4 && n < sizeof o->arch && !strncmp(arch, "sm_", 3);
+    size_t i = 3;
+    while (ok && i < n && isdigit((unsigned char)arch[i]))
+        i++;
+    if (ok && (i == 3 || (i < n && !(i + 1 == n && (arch[i] == 'a' || arch[i] == 'f')))))
+        ok = 0;
+    if (!ok)
+        return tc_set_error(err, TC_ERR_INVALID,
+                         "invalid target '%s': expected sm_XX with an optional a or f suffix "
+                         "(e.g. sm_90, sm_90a)", arch ? arch : "(null)");
+    memcpy(o->arch, arch, n + 1);
+    return TC_OK;
+}
+
+/* Options that taskcache sets itself, or that would change which kernels
+ * are built. Both spellings of each. */
+static const char *const refused[] = {
+    "-c", "--compile-only", "-o", "--output-file", "-arch", "--gpu-name", "-e", "--entry",
+    "-h", "--help", "-ias", "--input-as-string", "-version-ls", "--list-version", "-optf",
+    "--options-file", "-v", "--verbose", "-V", "--version", "-astoolspatch",
+    "--compile-as-tools-patch",
+};
+
+tc_status tc_options_add_compiler_option(tc_options *o, const char *opt, tc_error *err)
+{
+    tc_clear_error(err);
+    if (!opt || opt[0] != '-' || !opt[1])
+        return tc_set_error(err, TC_ERR_INVALID, "compiler option '%s' does not start with '-'",
+                         opt ? opt : "(null)");
+    size_t name_len = strcspn(opt, "=");
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (strlen(refused[i]) == name_len && !strncmp(opt, refused[i], name_len))
+            return tc_set_error(err, TC_ERR_INVALID,
+                             "compiler option '%s' is set by taskcache itself and cannot be "
+                             "given", opt);
+    char **p = realloc(o->copts, (o->ncopts + 1) * sizeof *p);
+    if (!p)
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+    o->copts = p;
+    if (!(o->copts[o->ncopts] = strdup(opt)))
+        return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
+    o->ncopts++;
+    return TC_OK;
+}
+
+tc_status tc_options_set_jobs(tc_options *o, int jobs)
+{
+    if (jobs < 1)
+        return TC_ERR_INVALID;
+    o->jobs = jobs;
+    return TC_OK;
+}
+
+tc_status tc_options_set_ptxas(tc_options *o, const char *path)
+{
+    char *p = path ? strdup(path) : NULL;
+    if (path && !p)
+        return TC_ERR_NOMEM;
+    free(o->ptxas);
+    o->ptxas = p;
+    return TC_OK;
+}
+
+tc_status tc_options_set_tier(tc_options *o, tc_tier tier, int enabled)
+{
+    if (tier == TC_TIER_MODULE)
+        o->module_tier = !!enabled;
+    else if (tier == TC_TIER_UNIT)
+        o->unit_tier = !!enabled;
+    else
+        return TC_ERR_INVALID;
+    return TC_OK;
+}
+
+tc_status tc_options_set_compiler(tc_options *o, tc_compiler c)
+{
+    if (c != TC_COMPILER_AUTO && c != TC_COMPILER_PTXAS && c != TC_COMPILER_INPROCESS)
+        return TC_ERR_INVALID;
+    o->compiler = c;
+    return TC_OK;
+}
+
+int tc_have_inprocess_compiler(void) { return tc_nvptx_available(); }
+
+tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
+{
+    if (code != TC_UNIT_CODE_RELOCATABLE && code != TC_UNIT_CODE_WHOLE_PROGRAM)
+        return TC_ERR_INVALID;
+    o->unit_code = code;
+    return TC_OK;
+}
+
+tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
+{
+    o->cancel = flag;
+    return TC_OK;
+}
+
+tc_status tc_options_set_split(tc_options *o, int enabled)
+{
+    o->split = !!enabled;
+    return TC_OK;
+}
+
+tc_status tc_options_set_unit_cost(tc_options *o, unsigned cost)
+{
+    o->unit_cost = cost;
+    return TC_OK;
+}

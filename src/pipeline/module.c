@@ -1,0 +1,261 @@
+/* module: tc_build and tc_explain, a PTX module in, one linked image out.
+ *
+ *   module record hit? -> done (one read)
+ *   parse -> split (split.c), or compile the module whole (here)
+ *   store the module record
+ *
+ * Nothing is stored unless the whole build succeeded, and the image is a
+ * function of the input and options only: units are linked in a fixed
+ * order whatever the cache held. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/payload.h"
+#include "pipeline/split.h"
+#include "ptx/units.h"
+#include "util/fs.h"
+
+static int explaining(const tc_ptx_job *j) { return j->s->call == TC_CALL_EXPLAIN; }
+
+static int module_tier(const tc_ptx_job *j) { return j->s->store && j->s->o->module_tier; }
+
+/* ---- module records --------------------------------------------------------- */
+
+static int decode_module(void *ctx, const char *payload, size_t len)
+{
+    tc_result *r = ctx;
+    size_t units = 0;
+    if (tc_payload_decode_module(payload, len, r, &units) != 0)
+        return -1;
+    r->report.module_hit = 1;
+    r->report.split = r->whole_reason == NULL;
+    r->report.entries = (uint32_t)r->nentries;
+    r->report.units = r->report.unit_hits = (uint32_t)units;
+    return 0;
+}
+
+static void undo_module(void *ctx) { tc_result_clear(ctx); }
+
+static int module_hit(tc_ptx_job *j)
+{
+    return tc_session_read_record(j->s, TC_REC_MODULE, &j->module_key, 1, decode_module,
+                                  undo_module, j->s->r);
+}
+
+static void store_module(tc_ptx_job *j)
+{
+    tc_digest *keys = malloc((j->nunits ? j->nunits : 1) * sizeof *keys);
+    if (!keys)
+        return;
+    for (size_t i = 0; i < j->nunits; i++)
+        keys[i] = j->units[i].u.key;
+    tc_sb p = TC_SB_INIT;
+    tc_payload_encode_module(j->s->r, keys, j->nunits, &j->warnings, &p);
+    tc_session_write_record(j->s, TC_REC_MODULE, &j->module_key, &p);
+    tc_sb_free(&p);
+    free(keys);
+}
+
+/* ---- whole-module builds -------------------------------------------------------- */
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+    const tc_ptx_sym *x = *(const tc_ptx_sym *const *)a, *y = *(const tc_ptx_sym *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Entries of the parsed module in name order. */
+static int entries_from_module(tc_ptx_job *j)
+{
+    const tc_ptx_module *m = &j->m;
+    tc_result *r = j->s->r;
+    const tc_ptx_sym **order = calloc(m->nentries ? m->nentries : 1, sizeof *order);
+    r->entries = calloc(m->nentries ? m->nentries : 1, sizeof *r->entries);
+    if (!order || !r->entries) {
+        free(order);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (m->syms[i].is_entry && m->syms[i].def >= 0)
+            order[n++] = &m->syms[i];
+    qsort(order, n, sizeof *order, cmp_entry_name);
+    for (size_t i = 0; i < n; i++) {
+        if (tc_entry_from_stmt(m, &m->stmts[order[i]->def], &r->entries[i]) != 0) {
+            free(order);
+            return -1;
+        }
+        r->nentries++;
+    }
+    free(order);
+    return 0;
+}
+
+/* The module as one compile, when it cannot be split (why says why). */
+static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
+{
+    tc_session *s = j->s;
+    tc_result *r = s->r;
+    r->whole_reason = strdup(why);
+    if (!r->whole_reason || entries_from_module(j) != 0)
+        return TC_ERR_NOMEM;
+    r->report.split = 0;
+    r->report.in_process = s->in_process;
+    r->report.nvjitlink = s->linker.kind == TC_LINKER_NVJITLINK;
+    r->report.entries = (uint32_t)r->nentries;
+    if (explaining(j))
+        return TC_OK;
+    s->delta.v[TC_C_WHOLE_BUILDS]++;
+    tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
+    char in[TC_PATH_MAX];
+    snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
+    if (!s->in_process && tc_write_file(in, j->src, j->len) != 0)
+        return tc_session_fail(s, TC_ERR_IO, "cannot write %s: %s", in, strerror(errno));
+    tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
+    int code = 0;
+    double t = tc_now();
+    int rc = tc_session_compile(s, TC_OUT_CUBIN, j->src, j->len, in, &output, &log, &code);
+    r->report.seconds_compile = tc_now() - t;
+    s->delta.v[TC_C_COMPILES]++;
+    tc_status st = TC_OK;
+    if (rc != 0) {
+        st = tc_session_fail(s, TC_ERR_TOOLCHAIN, "cannot run %s: %s",
+                             s->in_process ? "the in-process compiler" : s->ptxas,
+                             strerror(errno));
+    } else {
+        size_t errors = tc_ptxas_diagnostics(log.data ? log.data : "", log.len, NULL, s->name,
+                                             &j->warnings);
+        tc_sb_append(&r->diag, j->warnings.data, j->warnings.len);
+        if (code != 0) {
+            st = TC_ERR_COMPILE;
+            if (!errors)
+                tc_session_fail(s, TC_ERR_COMPILE, "ptxas failed (exit code %d)", code);
+        } else {
+            r->image = tc_sb_take(&output, &r->image_len);
+            if (!r->image || tc_entries_take_resources(r->entries, r->nentries,
+                                                       log.data ? log.data : "", log.len) != 0)
+                st = TC_ERR_NOMEM;
+        }
+    }
+    tc_sb_free(&output);
+    tc_sb_free(&log);
+    return st;
+}
+
+/* ---- the driver ------------------------------------------------------------------- */
+
+/* Says so when text follows the NUL byte that ends the PTX (the driver
+ * ignores it too; trailing whitespace and NULs are common and say nothing). */
+static void note_after_nul(tc_ptx_job *j)
+{
+    size_t extra = 0;
+    for (size_t i = j->len + 1; i < j->input_len; i++)
+        extra += j->src[i] && !strchr(" \t\r\n", j->src[i]);
+    if (!extra)
+        return;
+    uint32_t line = 1;
+    for (size_t i = 0; i < j->len; i++)
+        line += j->src[i] == '\n';
+    tc_sb_printf(&j->s->r->diag,
+                 "%s:%u: note: the PTX text ends at a NUL byte here, as the CUDA driver reads "
+                 "it; the %zu bytes after it are ignored\n",
+                 j->s->name, line, j->input_len - j->len - 1);
+}
+
+/* Everything up to choosing between the split and the whole build. */
+static tc_status build(tc_ptx_job *j)
+{
+    tc_session *s = j->s;
+    tc_status st = tc_session_prepare(s);
+    if (st != TC_OK)
+        return st;
+    if (s->o->split)
+        snprintf(j->plan, sizeof j->plan, "split:%u:%s",
+                 s->o->unit_cost ? s->o->unit_cost : TC_UNIT_COST_DEFAULT,
+                 s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
+    else
+        snprintf(j->plan, sizeof j->plan, "whole");
+    if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
+        return TC_ERR_NOMEM;
+    note_after_nul(j);
+    if (!explaining(j) && module_tier(j) && module_hit(j)) {
+        s->delta.v[TC_C_MODULE_HITS]++;
+        return TC_OK;
+    }
+    if (!explaining(j) && module_tier(j))
+        s->delta.v[TC_C_MODULE_MISSES]++;
+    if (tc_options_cancelled(s->o)) /* before the expensive part */
+        return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
+    if (!explaining(j) && s->o->split) /* a link is likely: the linker's first use, meanwhile */
+        tc_linker_prewarm(&s->linker, s->o->arch);
+    tc_ptx_error perr;
+    if (tc_ptx_parse(j->src, j->len, &j->m, &perr) != 0) {
+        if (!perr.line)
+            return TC_ERR_NOMEM;
+        tc_sb_printf(&s->r->diag, "%s:%u: error: %s\n", s->name, perr.line, perr.message);
+        return TC_ERR_PARSE;
+    }
+    j->parsed = 1;
+    if (!explaining(j) && !tc_session_scratch(s))
+        return TC_ERR_IO;
+    if (explaining(j))
+        s->r->report.module_hit =
+            module_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_MODULE, &j->module_key);
+    char why[256] = "splitting is turned off";
+    int rc = s->o->split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
+    if (rc < 0)
+        return TC_ERR_NOMEM;
+    if (rc == 1)
+        return compile_whole_module(j, why);
+    if (tc_slicer_set_whole_program(j->slicer, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
+        return TC_ERR_NOMEM;
+    if (!explaining(j) && !s->linker.kind)
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
+    return tc_split_build(j);
+}
+
+static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                     const char *name, tc_result **out, tc_call call)
+{
+    if (!out)
+        return TC_ERR_INVALID;
+    *out = NULL;
+    if (!opts || (!ptx && size))
+        return TC_ERR_INVALID;
+    tc_session s;
+    if (tc_session_begin(&s, call, cache, opts, name) != 0)
+        return TC_ERR_NOMEM;
+    tc_ptx_job j;
+    memset(&j, 0, sizeof j);
+    j.s = &s;
+    j.src = ptx ? ptx : "";
+    j.input_len = size;
+    j.len = tc_ptx_text_len(j.src, size);
+    tc_status st = build(&j);
+    if (st == TC_OK && !explaining(&j) && module_tier(&j) && !s.r->report.module_hit)
+        store_module(&j);
+    tc_split_free(&j);
+    tc_slicer_free(j.slicer);
+    if (j.parsed)
+        tc_ptx_module_free(&j.m);
+    tc_sb_free(&j.warnings);
+    *out = tc_session_finish(&s, st);
+    return st;
+}
+
+tc_status tc_build(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                   const char *name, tc_result **out)
+{
+    return run(cache, opts, ptx, size, name, out, TC_CALL_BUILD);
+}
+
+tc_status tc_explain(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,
+                     const char *name, tc_result **out)
+{
+    return run(cache, opts, ptx, size, name, out, TC_CALL_EXPLAIN);
+}

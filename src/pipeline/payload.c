@@ -1,0 +1,251 @@
+/* payload: writing and reading what records hold (see payload.h).
+ * Records have verified checksums before they get here, but the decoders
+ * still check every length: a malformed payload is a miss, never a crash. */
+#define _GNU_SOURCE
+#include "pipeline/payload.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/record.h"
+
+/* Counts the fields of one tag; -1 when the field list is malformed. */
+static long count_fields(const char *p, size_t n, uint32_t want)
+{
+    tc_reader rd;
+    tc_reader_init(&rd, p, n);
+    uint32_t tag;
+    const unsigned char *f;
+    size_t len;
+    long count = 0;
+    int rc;
+    while ((rc = tc_field_next(&rd, &tag, &f, &len)) == 1)
+        count += tag == want;
+    return rc < 0 ? -1 : count;
+}
+
+static void put_entries(tc_sb *out, const tc_entry_info *entries, size_t n)
+{
+    tc_sb e = TC_SB_INIT;
+    for (size_t i = 0; i < n; i++) {
+        tc_sb_reset(&e);
+        tc_entry_encode(&entries[i], &e);
+        tc_field_put(out, TC_F_ENTRY, e.data, e.len);
+    }
+    tc_sb_free(&e);
+}
+
+/* An array for the ENTRY fields of a payload; -1 when the field list is
+ * malformed or out of memory. */
+static int alloc_entries(const char *p, size_t n, tc_entry_info **entries)
+{
+    long count = count_fields(p, n, TC_F_ENTRY);
+    if (count < 0 || !(*entries = calloc(count ? (size_t)count : 1, sizeof **entries)))
+        return -1;
+    return 0;
+}
+
+/* ---- unit and task records ------------------------------------------------------- */
+
+void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out)
+{
+    if (name)
+        tc_field_put(out, TC_F_NAME, name, strlen(name));
+    tc_field_put(out, TC_F_OBJECT, u->object.data, u->object.len);
+    put_entries(out, u->entries, u->nentries);
+    if (u->have_meta)
+        tc_field_put(out, TC_F_HOST_META, u->meta.data, u->meta.len);
+    if (u->log.len)
+        tc_field_put(out, TC_F_LOG, u->log.data, u->log.len);
+}
+
+int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
+{
+    if (alloc_entries(p, n, &u->entries) != 0)
+        return -1;
+    tc_reader rd;
+    tc_reader_init(&rd, p, n);
+    uint32_t tag;
+    const unsigned char *f;
+    size_t len;
+    int rc, have_object = 0;
+    while ((rc = tc_field_next(&rd, &tag, &f, &len)) == 1) {
+        if (tag == TC_F_OBJECT && !have_object) {
+            tc_sb_append(&u->object, f, len);
+            have_object = 1;
+        } else if (tag == TC_F_ENTRY) {
+            if (tc_entry_decode(f, len, &u->entries[u->nentries]) != 0)
+                break;
+            u->nentries++;
+        } else if (tag == TC_F_LOG) {
+            tc_sb_append(&u->log, f, len);
+        } else if (tag == TC_F_HOST_META && !u->have_meta) {
+            tc_sb_append(&u->meta, f, len);
+            u->have_meta = 1;
+        }
+    }
+    if (rc != 0 || !have_object || u->object.oom || u->log.oom || u->meta.oom) {
+        tc_unit_clear(u);
+        return -1;
+    }
+    return 0;
+}
+
+static int decode_unit(void *ctx, const char *payload, size_t len)
+{
+    return tc_payload_decode_unit(payload, len, ctx);
+}
+
+static void undo_unit(void *ctx) { tc_unit_clear(ctx); }
+
+int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int count_bad)
+{
+    return tc_session_read_record(s, kind, &u->key, count_bad, decode_unit, undo_unit, u);
+}
+
+void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u)
+{
+    tc_sb p = TC_SB_INIT;
+    tc_payload_encode_unit(name, u, &p);
+    tc_session_write_record(s, kind, &u->key, &p);
+    tc_sb_free(&p);
+}
+
+/* ---- module records ------------------------------------------------------------- */
+
+void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, size_t n,
+                              const tc_sb *warnings, tc_sb *out)
+{
+    tc_field_put(out, TC_F_IMAGE, r->image, r->image_len);
+    put_entries(out, r->entries, r->nentries);
+    for (size_t i = 0; i < n; i++)
+        tc_field_put(out, TC_F_UNIT_KEY, unit_keys[i].b, TC_DIGEST_LEN);
+    if (r->whole_reason)
+        tc_field_put(out, TC_F_WHOLE_REASON, r->whole_reason, strlen(r->whole_reason));
+    if (warnings && warnings->len)
+        tc_field_put(out, TC_F_LOG, warnings->data, warnings->len);
+}
+
+int tc_payload_decode_module(const char *p, size_t n, tc_result *r, size_t *units)
+{
+    *units = 0;
+    if (alloc_entries(p, n, &r->entries) != 0)
+        return -1;
+    tc_reader rd;
+    tc_reader_init(&rd, p, n);
+    uint32_t tag;
+    const unsigned char *f;
+    size_t len;
+    int rc, have_image = 0;
+    while ((rc = tc_field_next(&rd, &tag, &f, &len)) == 1) {
+        if (tag == TC_F_IMAGE && !have_image) {
+            if (!(r->image = malloc(len ? len : 1)))
+                return -1;
+            memcpy(r->image, f, len);
+            r->image_len = len;
+            have_image = 1;
+        } else if (tag == TC_F_ENTRY) {
+            if (tc_entry_decode(f, len, &r->entries[r->nentries]) != 0)
+                return -1;
+            r->entries[r->nentries].cached = 1;
+            r->nentries++;
+        } else if (tag == TC_F_UNIT_KEY) {
+            (*units)++;
+        } else if (tag == TC_F_WHOLE_REASON && !r->whole_reason) {
+            if (!(r->whole_reason = malloc(len + 1)))
+                return -1;
+            memcpy(r->whole_reason, f, len);
+            r->whole_reason[len] = '\0';
+        } else if (tag == TC_F_LOG) {
+            tc_sb_append(&r->diag, f, len);
+        }
+    }
+    return rc == 0 && have_image && !r->diag.oom ? 0 : -1;
+}
+
+void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
+                                   size_t n, tc_sb *out)
+{
+    tc_field_put(out, TC_F_IMAGE, image, len);
+    for (size_t i = 0; i < n; i++)
+        tc_field_put(out, TC_F_TASK_KEY, keys[i].b, TC_DIGEST_LEN);
+}
+
+int tc_payload_decode_task_module(const char *p, size_t n, const tc_digest *keys, size_t nkeys,
+                                  char **image, size_t *len)
+{
+    tc_reader rd;
+    tc_reader_init(&rd, p, n);
+    uint32_t tag;
+    const unsigned char *f, *img = NULL;
+    size_t flen, img_len = 0, k = 0;
+    int rc, ok = 1;
+    while ((rc = tc_field_next(&rd, &tag, &f, &flen)) == 1) {
+        if (tag == TC_F_IMAGE) {
+            img = f;
+            img_len = flen;
+        } else if (tag == TC_F_TASK_KEY) {
+            /* the record must name exactly the tasks the caller verified */
+            ok &= k < nkeys && flen == TC_DIGEST_LEN && !memcmp(f, keys[k].b, flen);
+            k++;
+        }
+    }
+    if (rc != 0 || !ok || !img || k != nkeys || !(*image = malloc(img_len ? img_len : 1)))
+        return -1;
+    memcpy(*image, img, img_len);
+    *len = img_len;
+    return 0;
+}
+
+/* ---- group manifests -------------------------------------------------------------- */
+
+void tc_payload_encode_group(const tc_digest *keys, char *const *names, size_t n, tc_sb *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        tc_field_put(out, TC_F_TASK_KEY, keys[i].b, TC_DIGEST_LEN);
+        tc_field_put(out, TC_F_NAME, names[i], strlen(names[i]));
+    }
+}
+
+static void free_group(tc_digest *keys, char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+    free(keys);
+}
+
+int tc_payload_decode_group(const char *p, size_t n, tc_digest **keys_out, char ***names_out,
+                            size_t *count)
+{
+    long ntasks = count_fields(p, n, TC_F_TASK_KEY);
+    if (ntasks <= 0)
+        return -1;
+    tc_digest *keys = calloc((size_t)ntasks, sizeof *keys);
+    char **names = calloc((size_t)ntasks, sizeof *names);
+    if (!keys || !names) {
+        free_group(keys, names, 0);
+        return -1;
+    }
+    tc_reader rd;
+    tc_reader_init(&rd, p, n);
+    uint32_t tag;
+    const unsigned char *f;
+    size_t len, k = 0, named = 0;
+    int ok = 1;
+    while (tc_field_next(&rd, &tag, &f, &len) == 1) {
+        if (tag == TC_F_TASK_KEY && len == TC_DIGEST_LEN && k < (size_t)ntasks) {
+            memcpy(keys[k++].b, f, len);
+        } else if (tag == TC_F_NAME && named < k) {
+            ok &= (names[named++] = strndup((const char *)f, len)) != NULL;
+        }
+    }
+    if (!ok || k != (size_t)ntasks || named != k) {
+        free_group(keys, names, named);
+        return -1;
+    }
+    *keys_out = keys;
+    *names_out = names;
+    *count = k;
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* payload: what each kind of record holds (store/record.h gives the
+ * fields), written and read in one place. Internal.
+ *
+ *   unit record    OBJECT, ENTRY..., LOG?                 a compile unit
+ *   task record    NAME, OBJECT, ENTRY..., HOST_META?, LOG?   a host's task
+ *   module record  IMAGE, ENTRY..., UNIT_KEY..., WHOLE_REASON?, LOG?
+ *                  (tc_build)  or  IMAGE, TASK_KEY... (tc_build_tasks)
+ *   group record   (TASK_KEY, NAME)...                    a group manifest
+ *
+ * Decoders check every length (they are fuzzed with arbitrary bytes) and
+ * return 0, or -1 when the payload is malformed, having left nothing to
+ * free; the record reader then counts the record as bad. */
+#ifndef TC_PIPELINE_PAYLOAD_H
+#define TC_PIPELINE_PAYLOAD_H
+
+#include "pipeline/session.h"
+
+/* Reads u's record (TC_REC_UNIT or TC_REC_TASK) into u through the
+ * session's record reader. 1 hit, 0 miss. */
+int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int count_bad);
+/* Stores u's record (name: the task's, NULL for a unit). */
+void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u);
+
+/* A unit or task record from u (name: the task's, NULL for a unit). */
+void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out);
+/* Fills u's object, log, entries and host metadata (u holds none yet). */
+int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u);
+
+/* A module record of tc_build: the result's image and entries, the keys
+ * of the units it was linked from, the warnings to replay. */
+void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, size_t n,
+                              const tc_sb *warnings, tc_sb *out);
+/* Decodes a module record into r (image, entries, whole reason, replayed
+ * warnings); *units counts the unit keys it names. On -1 the caller
+ * clears r (tc_result_clear). */
+int tc_payload_decode_module(const char *p, size_t n, tc_result *r, size_t *units);
+
+/* A module record of tc_build_tasks: the image and the ordered task keys. */
+void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
+                                   size_t n, tc_sb *out);
+/* Its image (malloc'd), when it names exactly the tasks keys[0..n). */
+int tc_payload_decode_task_module(const char *p, size_t n, const tc_digest *keys, size_t nkeys,
+                                  char **image, size_t *len);
+
+/* A group manifest: ordered task keys and names. */
+void tc_payload_encode_group(const tc_digest *keys, char *const *names, size_t n, tc_sb *out);
+/* Its tasks: *keys and *names (malloc'd, names each malloc'd), *count >= 1. */
+int tc_payload_decode_group(const char *p, size_t n, tc_digest **keys, char ***names,
+                            size_t *count);
+
+#endif

@@ -1,0 +1,30 @@
+/* pool: the one worker pool of every pipeline. It runs a list of items
+ * (units to compile, tasks to generate and compile) on up to -j threads,
+ * in the order given; an item that must wait for another process goes
+ * back to the end of the queue, and a pipeline that is cancelled stops
+ * handing out items. Internal. */
+#ifndef TC_PIPELINE_POOL_H
+#define TC_PIPELINE_POOL_H
+
+#include <stddef.h>
+
+typedef enum tc_pool_step {
+    TC_POOL_DONE,   /* the item is finished, whatever its outcome */
+    TC_POOL_LATER   /* it waits for another process: try it again later */
+} tc_pool_step;
+
+typedef struct tc_pool_work {
+    const size_t *items;   /* the items, in the order to start them */
+    size_t n;
+    int jobs;              /* threads at most; the calling thread works when there is one */
+    tc_pool_step (*run)(void *ctx, size_t item);
+    int (*stop)(void *ctx);    /* optional: once nonzero, no further item starts */
+    void *ctx;
+} tc_pool_work;
+
+/* Runs the items and returns when every one is done, or, once stop says
+ * so, when those already started are. Without memory or threads it runs
+ * them on the calling thread. 0, or -1 out of memory (nothing ran). */
+int tc_pool_run(const tc_pool_work *w);
+
+#endif

@@ -1,0 +1,311 @@
+/* session: one call's state and the services every pipeline shares (see
+ * session.h): finding the toolchain, compiling with either backend,
+ * linking, the one record reader and writer, the call's counters. */
+#define _GNU_SOURCE
+#include "pipeline/session.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compile/nvptx.h"
+#include "util/fs.h"
+
+double tc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+tc_status tc_session_fail(tc_session *s, tc_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tc_sb_printf(&s->r->diag, "%s: error: ", s->name);
+    tc_sb_vprintf(&s->r->diag, fmt, ap);
+    tc_sb_putc(&s->r->diag, '\n');
+    va_end(ap);
+    return code;
+}
+
+void tc_session_count(tc_session *s, int counter, uint64_t n)
+{
+    pthread_mutex_lock(&s->delta_lock);
+    s->delta.v[counter] += n;
+    pthread_mutex_unlock(&s->delta_lock);
+}
+
+const char *tc_session_scratch(tc_session *s)
+{
+    if (!s->scratch && !(s->scratch = tc_make_temp_dir("taskcache")))
+        tc_session_fail(s, TC_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+    return s->scratch;
+}
+
+/* ---- the toolchain ------------------------------------------------------------ */
+
+/* The compiler: the in-process one when asked for or available, else
+ * ptxas; its identity goes into every key. */
+static tc_status find_compiler(tc_session *s, int *have_ptxas)
+{
+    const tc_options *o = s->o;
+    s->in_process = o->compiler == TC_COMPILER_INPROCESS ||
+                    (o->compiler == TC_COMPILER_AUTO && tc_nvptx_available());
+    if (s->in_process && !tc_nvptx_available())
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN,
+                               "this taskcache was built without the in-process compiler "
+                               "(libnvptxcompiler_static); use the ptxas backend");
+    *have_ptxas =
+        tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", s->ptxas, sizeof s->ptxas) == 0;
+    if (!*have_ptxas)
+        s->ptxas[0] = '\0';
+    if (!*have_ptxas && !s->in_process)
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN,
+                    "cannot find ptxas%s%s: install the CUDA toolkit, or set CUDA_HOME or "
+                    "TASKCACHE_PTXAS", o->ptxas ? " at " : "", o->ptxas ? o->ptxas : "");
+    if (s->in_process) {
+        tc_digest d;
+        const char *id = tc_nvptx_identity();
+        tc_digest_of(id, strlen(id), &d);
+        tc_digest_hex(&d, s->compiler_id);
+        snprintf(s->compiler_version, sizeof s->compiler_version, "%s", id);
+        return TC_OK;
+    }
+    tc_sb err = TC_SB_INIT;
+    tc_status st = TC_OK;
+    if (tc_tool_identity(s->ptxas, s->store, s->compiler_id, s->compiler_version,
+                         sizeof s->compiler_version, &err) != 0)
+        st = tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", err.data ? err.data : "ptxas unusable");
+    tc_sb_free(&err);
+    return st;
+}
+
+tc_status tc_session_prepare(tc_session *s)
+{
+    const tc_options *o = s->o;
+    if (!o->arch[0])
+        return tc_session_fail(s, TC_ERR_INVALID,
+                               "no target architecture: set one (e.g. --arch sm_90)");
+    int have_ptxas = 0;
+    tc_status st = find_compiler(s, &have_ptxas);
+    if (st != TC_OK)
+        return st;
+    s->unit_code = o->unit_code;
+    int want_library = o->split && o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+    tc_sb err = TC_SB_INIT;
+    if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, want_library, &s->linker,
+                       &err) != 0) {
+        s->linker.kind = 0; /* only a split build needs one; said then */
+        snprintf(s->linker.id, sizeof s->linker.id, "none");
+        snprintf(s->linker_error, sizeof s->linker_error, "%s", err.data ? err.data : "");
+    }
+    tc_sb_free(&err);
+    if (want_library && s->linker.kind != TC_LINKER_NVJITLINK) {
+        /* nvlink drops -ewp objects without a word: an image without kernels */
+        s->unit_code = TC_UNIT_CODE_RELOCATABLE;
+        tc_sb_printf(&s->r->diag,
+                     "%s: note: whole-program units need libnvJitLink to link, and it was not "
+                     "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
+                     s->name);
+    }
+    s->kc.target = o->arch;
+    s->kc.opts = (const char *const *)o->copts;
+    s->kc.nopts = o->ncopts;
+    s->kc.compiler_id = s->compiler_id;
+    return TC_OK;
+}
+
+/* ---- compiling and linking --------------------------------------------------------- */
+
+int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
+                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
+{
+    if (s->in_process)
+        return tc_nvptx_compile(s->o->arch, s->o->copts, s->o->ncopts, kind, text, len,
+                                output, log, exit_code) == 0
+                   ? 0
+                   : (errno = ENOMEM, -1);
+    size_t pl = strlen(ptx_path);
+    char *out = malloc(pl + 8), *logp = malloc(pl + 8);
+    int rc = -1;
+    if (out && logp) {
+        snprintf(out, pl + 8, "%.*s.out", (int)(pl - 4), ptx_path);
+        snprintf(logp, pl + 8, "%.*s.log", (int)(pl - 4), ptx_path);
+        tc_ptxas_job job = {.ptxas = s->ptxas, .arch = s->o->arch, .opts = s->o->copts,
+                            .nopts = s->o->ncopts, .kind = kind,
+                            .ptx_path = ptx_path, .out_path = out, .log_path = logp};
+        rc = tc_ptxas_run(&job);
+        *exit_code = rc == 0 ? job.exit_code : -1;
+        tc_sb_append(output, job.output.data, job.output.len);
+        tc_sb_append(log, job.log.data, job.log.len);
+        tc_sb_free(&job.output);
+        tc_sb_free(&job.log);
+    } else {
+        errno = ENOMEM;
+    }
+    free(out);
+    free(logp);
+    return rc;
+}
+
+tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx, size_t i),
+                          const void *ctx, size_t n)
+{
+    if (!s->linker.kind)
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
+    tc_blob *objs = malloc((n ? n : 1) * sizeof *objs);
+    if (!objs)
+        return TC_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        objs[i].p = unit(ctx, i)->object.data;
+        objs[i].n = unit(ctx, i)->object.len;
+    }
+    tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
+    double t = tc_now();
+    int rc = tc_link(&s->linker, s->o->arch, objs, n, s->scratch, &image, &log);
+    free(objs);
+    s->r->report.seconds_link = tc_now() - t;
+    tc_status st = TC_OK;
+    if (rc != 0) {
+        /* one diagnostic line per line of the linker's message */
+        const char *p = log.data ? log.data : "";
+        while (*p) {
+            size_t len = strcspn(p, "\n");
+            if (len)
+                tc_sb_printf(&s->r->diag, "%s: error: link: %.*s\n", s->name, (int)len, p);
+            p += len + (p[len] == '\n');
+        }
+        if (!log.len)
+            tc_session_fail(s, TC_ERR_LINK, "link failed");
+        st = TC_ERR_LINK;
+    } else if (!(s->r->image = tc_sb_take(&image, &s->r->image_len))) {
+        st = TC_ERR_NOMEM;
+    }
+    tc_sb_free(&image);
+    tc_sb_free(&log);
+    return st;
+}
+
+/* ---- records ------------------------------------------------------------------------- */
+
+int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int count_bad,
+                           tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx)
+{
+    char *payload = NULL;
+    size_t len = 0;
+    int bad = 0;
+    int ok = tc_store_get(s->store, s->o->arch, kind, key, &payload, &len, &bad);
+    if (ok) {
+        ok = decode(ctx, payload, len) == 0;
+        free(payload);
+        if (!ok) {
+            undo(ctx);
+            bad = 1;
+        }
+    }
+    if (bad && count_bad)
+        tc_session_count(s, TC_C_BAD_RECORDS, 1);
+    return ok;
+}
+
+void tc_unit_clear(tc_unit *u)
+{
+    tc_sb_reset(&u->object);
+    tc_sb_reset(&u->log);
+    tc_sb_reset(&u->meta);
+    u->have_meta = 0;
+    tc_entries_free(u->entries, u->nentries);
+    u->entries = NULL;
+    u->nentries = 0;
+}
+
+void tc_unit_free(tc_unit *u)
+{
+    tc_unit_clear(u);
+    tc_sb_free(&u->object);
+    tc_sb_free(&u->log);
+    tc_sb_free(&u->meta);
+}
+
+void tc_session_write_record(tc_session *s, uint32_t kind, const tc_digest *key,
+                             const tc_sb *payload)
+{
+    if (payload->oom)
+        return;
+    long long written = tc_store_put(s->store, s->o->arch, kind, key, payload->data, payload->len);
+    pthread_mutex_lock(&s->delta_lock); /* compile workers publish too */
+    if (written < 0) {
+        s->delta.v[TC_C_STORE_ERRORS]++;
+    } else {
+        s->delta.v[TC_C_RECORDS_WRITTEN]++;
+        s->delta.v[TC_C_BYTES_WRITTEN] += (uint64_t)written;
+        s->delta.v[TC_C_CACHE_BYTES] += (uint64_t)written;
+    }
+    pthread_mutex_unlock(&s->delta_lock);
+}
+
+/* ---- beginning and finishing ----------------------------------------------------------- */
+
+int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_options *opts,
+                     const char *name)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->delta_lock, NULL);
+    s->t0 = tc_now();
+    s->call = call;
+    s->cache = cache;
+    s->o = opts;
+    s->name = name && *name ? name : "<input>";
+    s->store = cache ? cache->store : NULL;
+    s->r = tc_result_new();
+    if (s->r)
+        tc_cache_hold(cache); /* a tc_cache_close meanwhile frees it after tc_session_finish */
+    return s->r ? 0 : -1;
+}
+
+/* Keeps the cache under its size limit: the size estimate kept in the
+ * statistics decides when a cleanup is due; the cleanup measures. */
+static void keep_within_limit(tc_session *s, const tc_counters *after)
+{
+    uint64_t limit = tc_store_max_size(s->store);
+    if (!limit || after->v[TC_C_CACHE_BYTES] <= limit)
+        return;
+    tc_gc_result g;
+    if (tc_store_gc(s->store, limit, -1, &g) == 0)
+        tc_stats_after_gc(s->store, &g);
+}
+
+tc_result *tc_session_finish(tc_session *s, tc_status st)
+{
+    tc_result *r = s->r;
+    tc_linker_prewarm_wait(); /* no thread inside the linker library after a call */
+    if (st != TC_OK) {
+        free(r->image);
+        r->image = NULL;
+        r->image_len = 0;
+        if (s->call == TC_CALL_BUILD && st != TC_ERR_CANCELLED) /* cancelling is no error */
+            s->delta.v[TC_C_COMPILE_ERRORS]++;
+    }
+    if (s->store && tc_store_warning(s->store))
+        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(s->store));
+    if (s->call != TC_CALL_EXPLAIN && s->store) {
+        if (s->call == TC_CALL_BUILD)
+            s->delta.v[TC_C_BUILDS]++;
+        tc_counters after; /* statistics never fail a build */
+        if (tc_stats_add(s->store, &s->delta, &after) == 0)
+            keep_within_limit(s, &after);
+    }
+    pthread_mutex_destroy(&s->delta_lock);
+    if (s->scratch) {
+        tc_remove_tree(s->scratch);
+        free(s->scratch);
+    }
+    tc_cache_release(s->cache);
+    r->status = st;
+    r->report.seconds = tc_now() - s->t0;
+    return r;
+}

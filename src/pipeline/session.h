@@ -1,0 +1,123 @@
+/* session: the state of one public call that builds or looks up (tc_build,
+ * tc_explain, tc_build_tasks, tc_lookup_group) and the services every
+ * pipeline shares: the toolchain and the key context, the call's counters,
+ * its scratch directory, compiling, linking, and reading and writing
+ * records. Internal.
+ *
+ * A call begins a session, prepares its toolchain, runs its pipeline
+ * (module.c + split.c, or tasks.c, or group.c) and finishes it, which
+ * hands back the result. */
+#ifndef TC_PIPELINE_SESSION_H
+#define TC_PIPELINE_SESSION_H
+
+#include <pthread.h>
+
+#include "api/handles.h"
+#include "compile/ptxas.h"
+#include "key/key.h"
+#include "link/link.h"
+#include "store/stats.h"
+#include "toolchain/toolchain.h"
+
+/* What the session is for: it decides what the statistics count. */
+typedef enum tc_call {
+    TC_CALL_BUILD,    /* tc_build, tc_build_tasks: counted as a build */
+    TC_CALL_EXPLAIN,  /* tc_explain: compiles and counts nothing */
+    TC_CALL_LOOKUP    /* tc_lookup_group: counts its hits, not as a build */
+} tc_call;
+
+typedef struct tc_session {
+    tc_call call;
+    tc_cache *cache;           /* NULL: no cache */
+    tc_store *store;           /* the cache's store, or NULL */
+    const tc_options *o;
+    const char *name;          /* of the input, for messages */
+    tc_result *r;
+    double t0;
+    /* the toolchain (tc_session_prepare) */
+    char ptxas[TC_PATH_MAX];   /* "" when not found (in-process builds) */
+    int in_process;            /* compile with nvPTXCompiler */
+    char compiler_id[TC_DIGEST_HEX_LEN + 1];
+    char compiler_version[160];
+    tc_linker linker;          /* kind 0 when none was found: linker_error says why */
+    char linker_error[512];
+    tc_unit_code unit_code;    /* the options' unit code, or relocatable when whole-program
+                                  units cannot be linked here (no libnvJitLink) */
+    tc_keyctx kc;
+    /* what the call did, added to the cache's statistics when it finishes */
+    tc_counters delta;
+    pthread_mutex_t delta_lock;
+    char *scratch;             /* private temporary directory, made on first use */
+} tc_session;
+
+/* One compile unit, whichever pipeline made its text (a group of a split
+ * module's kernels, or a host's task): its key, and its object with the
+ * metadata that go with it, from its record (payload.h) or from the
+ * compiler. */
+typedef struct tc_unit {
+    tc_digest key;
+    char hex[TC_DIGEST_HEX_LEN + 1];
+    int hit;                   /* its record came from the cache */
+    int compiled;              /* compiled by this call */
+    int waited;                /* another process compiled it while this one waited */
+    int exit_code;             /* of the compiler; -1 when it did not run */
+    int spawn_failed;          /* errno, when the compiler could not run */
+    tc_sb object;              /* relocatable object */
+    tc_sb log;                 /* the compiler's output, or the log its record kept */
+    tc_entry_info *entries;    /* its kernels, in name order */
+    size_t nentries;
+    tc_sb meta;                /* the host's metadata (tasks) */
+    int have_meta;
+} tc_unit;
+
+/* Drops what a record or a compile put into u, keeping its key. */
+void tc_unit_clear(tc_unit *u);
+/* Frees all of u's memory. */
+void tc_unit_free(tc_unit *u);
+
+/* Starts a session: a fresh result, the cache held until the end. 0, or
+ * -1 out of memory. */
+int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_options *opts,
+                     const char *name);
+/* Finds the toolchain and fills the key context. */
+tc_status tc_session_prepare(tc_session *s);
+/* Ends the session with status st: drops the image of a failed call, adds
+ * the cache's warning, records the statistics, keeps the cache within its
+ * limit, frees the session; returns the result. */
+tc_result *tc_session_finish(tc_session *s, tc_status st);
+
+/* Writes "NAME: error: ..." into the diagnostics and returns code. */
+tc_status tc_session_fail(tc_session *s, tc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The scratch directory, made on first use; NULL (with a diagnostic) when
+ * it cannot be made. */
+const char *tc_session_scratch(tc_session *s);
+/* Adds n to one of the call's counters; compile workers call it too. */
+void tc_session_count(tc_session *s, int counter, uint64_t n);
+
+/* Compiles text (written at ptx_path first for ptxas) with the chosen
+ * backend; fills output, log and exit code. 0, or -1 (errno) when the
+ * compiler could not run. */
+int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
+                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
+/* Links the objects of n units, in order, into the result's image;
+ * unit(ctx, i) gives the i-th. Failures become diagnostics. */
+tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx, size_t i),
+                          const void *ctx, size_t n);
+
+/* The one record reader: reads the record of kind/key and hands its
+ * payload to decode(ctx, ...). 1 hit, 0 miss. A record that fails its
+ * checksum or does not decode counts as bad when count_bad (a call counts
+ * only its first look at a record); after a failed decode, undo(ctx)
+ * clears what decode set. */
+typedef int (*tc_record_decode_fn)(void *ctx, const char *payload, size_t len);
+int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int count_bad,
+                           tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx);
+/* Stores a record and counts it, written or not. */
+void tc_session_write_record(tc_session *s, uint32_t kind, const tc_digest *key,
+                             const tc_sb *payload);
+
+/* Seconds on a monotonic clock. */
+double tc_now(void);
+
+#endif
