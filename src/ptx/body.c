@@ -5,12 +5,12 @@
  * of that block and hides any outer name, a module symbol included; labels
  * belong to the whole function. Braces open a block only where a statement
  * may start; elsewhere they group vector operands or initializers. */
-#include "body.h"
+#include "ptx/body.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "module.h"
+#include "ptx/module.h"
 
 enum { STMT_PLAIN, STMT_DECL, STMT_LOC, STMT_CALL, STMT_GUARDED /* opcode due */ };
 enum { CALL_NONE, CALL_START, CALL_RETLIST, CALL_AFTER_RET, CALL_CALLEE, CALL_ARGS };

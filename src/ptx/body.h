@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/map.h"
-#include "lex.h"
+#include "ptx/lex.h"
+#include "util/map.h"
 
 typedef enum {
     TC_BODY_HEADER = 0, /* a token of the function's header, before '{' */

@@ -2,16 +2,16 @@
  * with the body walker, so renaming follows PTX's scopes: a .local buffer
  * declared in an inner block is renamed there and only there, and a name
  * declared inside a function never takes a module constant's new name. */
-#include "canon.h"
+#include "ptx/canon.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/hash.h"
-#include "../util/map.h"
-#include "body.h"
-#include "lex.h"
+#include "ptx/body.h"
+#include "ptx/lex.h"
+#include "util/hash.h"
+#include "util/map.h"
 
 void tc_piece_free(tc_piece *p)
 {

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/strbuf.h"
-#include "module.h"
+#include "ptx/module.h"
+#include "util/strbuf.h"
 
 /* How a statement's linkage directive is rewritten. */
 enum {

@@ -1,6 +1,6 @@
 /* lex: streaming PTX tokenizer (see lex.h). Hot path for every input byte,
  * so it uses a character-class table rather than ctype calls. */
-#include "lex.h"
+#include "ptx/lex.h"
 
 enum { C_OTHER = 0, C_SPACE = 1, C_IDSTART = 2, C_DIGIT = 4, C_IDCONT = 8 };
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/strbuf.h"
+#include "util/strbuf.h"
 
 typedef enum {
     TK_EOF = 0,

@@ -3,15 +3,15 @@
  * names an already-declared module symbol becomes a reference (PTX requires
  * declaration before use, so one pass suffices), classified as a direct
  * call or as a use of the symbol's address or value. */
-#include "module.h"
+#include "ptx/module.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "body.h"
-#include "lex.h"
+#include "ptx/body.h"
+#include "ptx/lex.h"
 
 typedef struct parser {
     tc_lexer lx;

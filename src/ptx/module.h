@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/map.h"
+#include "util/map.h"
 
 typedef enum {
     TC_LINK_INTERNAL = 0, /* no linkage directive: private to the module */

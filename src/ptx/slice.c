@@ -2,15 +2,15 @@
  * the module-data object (see slice.h). The graph is the per-statement
  * reference lists built by the parser; each unit is one walk over it, so
  * total work is linear in the size of what is emitted. */
-#include "slice.h"
+#include "ptx/slice.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/hash.h"
-#include "canon.h"
-#include "lex.h"
+#include "ptx/canon.h"
+#include "ptx/lex.h"
+#include "util/hash.h"
 
 /* ---- growable arrays ---------------------------------------------------- */
 

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../util/strbuf.h"
-#include "module.h"
+#include "ptx/module.h"
+#include "util/strbuf.h"
 
 /* Maps lines of an emitted text back to lines of the input. */
 typedef struct tc_line_seg {

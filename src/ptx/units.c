@@ -1,5 +1,5 @@
 /* units: content-defined grouping of entries into compile units. */
-#include "units.h"
+#include "ptx/units.h"
 
 static uint32_t round_pow2(uint32_t c)
 {
