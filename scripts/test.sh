@@ -25,6 +25,9 @@ trap 'rm -rf "$corpus"' EXIT
 bash tests/corpus/build_corpus.sh "$corpus" >/dev/null
 export TASKCACHE_CORPUS="$corpus"
 TASKCACHE_BIN=build/taskcache python3 -m pytest -q tests/e2e
+echo "== real-world corpus: every tier against whole-module ptxas, then differential fuzzing (tests/realworld)"
+python3 tests/realworld/check.py --taskcache build/taskcache --jobs "$jobs"
+python3 tests/realworld/difffuzz.py --taskcache build/taskcache --seconds 80 --seed 1 --seed time --minimize-seconds 20
 
 echo "== Python package"
 # numba-cuda drives the package with a real Python GPU compiler; its NVVM is

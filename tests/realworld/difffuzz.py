@@ -1,0 +1,766 @@
+#!/usr/bin/env python3
+"""difffuzz.py -- differential fuzzing of taskcache over the real-world corpus.
+
+Each iteration takes a module of tests/realworld/corpus (cut to a few of its
+kernels), applies one to three module-level mutations, and keeps the mutant
+only if a whole-module `ptxas` accepts it. Then it checks what check.py
+checks, plus an incremental build and key stability:
+
+  * default and --whole-program-units builds: cold, warm (module record hit)
+    and --no-module-cache are byte-identical; an incremental build with a
+    cache shared by all iterations equals the cold build;
+  * every kernel and variable of the whole build is in the image, with as
+    many objects of each variable;
+  * slice keys (taskcache explain --json) of the kernels a mutation does not
+    touch are those of the unmutated module: whitespace, comments, `.file`
+    directives, reordering, removing or duplicating other kernels, another
+    identical compiler-named constant (renumbering the later ones as nvcc
+    would), or a `$__tc` name elsewhere must not change a key.
+
+Mutations: remove, duplicate or reorder kernels; move, remove or duplicate
+helper .funcs; add a helper that several kernels call; add function-scope
+.global / .shared variables to a helper; add a block whose `.local` variable
+shadows a module-scope variable; put the address of a directly called helper
+in a `.global` table; add comment lines, blank lines and whitespace inside
+bodies; add an identical compiler-named constant; add a `.file` directive;
+add an unused `$__tc...` variable.
+
+A failing mutant is minimized (items removed while the same failure
+remains, for at most --minimize-seconds) and saved, with what failed and
+how to replay it, under --save (default /tmp/taskcache-difffuzz).
+
+Usage:
+  difffuzz.py --taskcache BIN [--seconds N] [--seed S]... [--save DIR]
+  difffuzz.py --taskcache BIN --replay FILE.ptx     (check one saved input)
+
+--seed may be repeated and may be 'time' (a seed derived from the clock,
+printed); the time is split between the seeds. Exit 1 when a failure was
+found, 2 on usage errors.
+"""
+
+import argparse
+import fnmatch
+import os
+import random
+import re
+import sys
+import time
+
+import ptxitems
+import rwlib
+
+MAX_KERNELS = 4          # a base module is cut to at most this many kernels
+MAX_BASE_BYTES = 3 << 20  # modules above this are cut before anything else
+
+
+# --------------------------------------------------------------------------
+# mutations: each takes (items, rng, state) and returns a description, or
+# None when it does not apply. state["may_change"] collects the kernels whose
+# keys the mutation may change ("ALL" for unknown).
+
+def entries(items):
+    return [i for i, it in enumerate(items) if it.kind == "entry" and it.is_definition]
+
+
+def funcs(items):
+    return [i for i, it in enumerate(items) if it.kind == "func" and it.is_definition]
+
+
+def module_vars(items):
+    return [it.name for it in items if it.kind in ("global", "const", "shared") and it.name]
+
+
+def callers(items, name):
+    return [it.name for it in items if it.kind in ("entry", "func") and it.is_definition
+            and it.name != name and re.search(r"\bcall(?:\.uni)?\b[^;]*?[\s,(]" + re.escape(name) + r"\s*[,;)]",
+                                              it.text)]
+
+
+def insert_in_body(text, snippet, rng, at_start=False):
+    """Inserts snippet at a statement boundary of a function body."""
+    span = ptxitems.body_span(text)
+    if not span:
+        return None
+    start, end = span
+    if at_start:
+        pos = start
+    else:
+        cands = [m.end() for m in re.finditer(r";[ \t]*\n", text[start:end])]
+        pos = start + (rng.choice(cands) if cands else 0)
+    return text[:pos] + "\n" + snippet + "\n" + text[pos:]
+
+
+def touch(state, kernel):
+    """Records that the mutation may change this kernel's key."""
+    if state["may_change"] != "ALL":
+        state["may_change"].add(kernel)
+
+
+def new_name(state, stem):
+    state["counter"] += 1
+    return f"tcfz_{stem}_{state['counter']}"
+
+
+def m_remove_kernel(items, rng, state):
+    e = entries(items)
+    if len(e) < 2:
+        return None
+    i = rng.choice(e)
+    name = items[i].name
+    del items[i]
+    state["removed"].add(name)
+    return f"remove kernel {name}"
+
+
+def m_duplicate_kernel(items, rng, state):
+    e = entries(items)
+    if not e:
+        return None
+    i = rng.choice(e)
+    old = items[i].name
+    new = new_name(state, "k")
+    text = re.sub(r"(?<![\w$.%])" + re.escape(old) + r"(?=(_param_\d+)?(?![\w$.%]))", new, items[i].text)
+    pos = rng.choice(e) + 1
+    items.insert(pos, ptxitems.Item(text if text.endswith("\n") else text + "\n"))
+    state["added"].add(new)
+    return f"duplicate kernel {old} as {new}"
+
+
+def m_reorder_kernels(items, rng, state):
+    e = entries(items)
+    if len(e) < 2:
+        return None
+    order = [items[i] for i in e]
+    rng.shuffle(order)
+    for slot, it in zip(e, order):
+        items[slot] = it
+    return "reorder kernels"
+
+
+def m_move_func(items, rng, state):
+    f = funcs(items)
+    if not f:
+        return None
+    i = rng.choice(f)
+    it = items.pop(i)
+    items.append(ptxitems.Item("\n"))
+    items.append(it)
+    return f"move helper {it.name} to the end"
+
+
+def m_remove_func(items, rng, state):
+    f = [i for i in funcs(items) if not callers(items, items[i].name)]
+    if not f:
+        return None
+    i = rng.choice(f)
+    name = items[i].name
+    del items[i]
+    return f"remove unused helper {name}"
+
+
+def m_duplicate_func(items, rng, state):
+    f = [i for i in funcs(items) if [c for c in callers(items, items[i].name)]]
+    if not f:
+        return None
+    i = rng.choice(f)
+    old = items[i].name
+    users = set(callers(items, old))
+    if not any(it.kind == "entry" and it.name in users for it in items):
+        return None
+    new = new_name(state, "f")
+    items.insert(i + 1, ptxitems.Item(ptxitems.rename(items[i].text, old, new)))
+    j = rng.choice([k for k, it in enumerate(items) if it.kind == "entry" and it.name in users])
+    items[j] = ptxitems.Item(ptxitems.rename(items[j].text, old, new))
+    touch(state, items[j].name)
+    return f"duplicate helper {old} as {new}, called by {items[j].name}"
+
+
+def helper_text(name, body_decls="", body_ops=""):
+    return (f"\n.func (.reg .b32 %tcfz_out) {name}()\n{{\n{body_decls}"
+            f"\tmov.u32 %tcfz_out, 7;\n{body_ops}\tret;\n}}\n")
+
+
+def first_code_index(items):
+    """Index after the header directives and module-level declarations that
+    precede the first function (where a new helper can go)."""
+    for i, it in enumerate(items):
+        if it.kind in ("entry", "func"):
+            return i
+    return len(items)
+
+
+def m_add_helper(items, rng, state, decls="", ops=""):
+    e = entries(items)
+    if not e:
+        return None
+    name = new_name(state, "h")
+    pos = first_code_index(items)
+    items.insert(pos, ptxitems.Item(helper_text(name, decls, ops)))
+    chosen = rng.sample(entries(items), min(len(entries(items)), rng.randint(2, 3)))
+    for j in chosen:
+        call = f"\t{{\n\t.reg .b32 %tcfz_r;\n\tcall.uni (%tcfz_r), {name}, ();\n\t}}"
+        t = insert_in_body(items[j].text, call, rng)
+        if t:
+            items[j] = ptxitems.Item(t)
+            touch(state, items[j].name)
+    return name, [items[j].name for j in chosen]
+
+
+def m_helper(items, rng, state):
+    r = m_add_helper(items, rng, state)
+    return r and f"add helper {r[0]} called by {', '.join(r[1])}"
+
+
+def existing_helper(items, rng):
+    """A helper with a body that at least one kernel calls, or None."""
+    f = [i for i in funcs(items) if callers(items, items[i].name)]
+    return rng.choice(f) if f else None
+
+
+def m_func_global(items, rng, state, space="global"):
+    """A function-scope .global (or .shared) in a helper: one object in the
+    whole module however many units call the helper."""
+    var = new_name(state, "g" if space == "global" else "s")
+    r = "%" + var + "_r"
+    decl = f"\t.{space} .align 4 .u32 {var};\n\t.reg .b32 {r}<2>;\n"
+    op = (f"\tatom.global.add.u32 {r}0, [{var}], 1;\n" if space == "global" else
+          f"\tld.shared.u32 {r}0, [{var}];\n\tadd.u32 {r}1, {r}0, 1;\n"
+          f"\tst.shared.u32 [{var}], {r}1;\n")
+    i = existing_helper(items, rng) if rng.random() < 0.6 else None
+    if i is None:
+        r = m_add_helper(items, rng, state, decl, op)
+        return r and f"function-scope .{space} {var} in new helper {r[0]} called by {', '.join(r[1])}"
+    t = insert_in_body(items[i].text, decl + op, rng, at_start=True)
+    if not t:
+        return None
+    items[i] = ptxitems.Item(t)
+    state["may_change"] = "ALL"
+    return f"function-scope .{space} {var} in helper {items[i].name}"
+
+
+def m_func_shared(items, rng, state):
+    return m_func_global(items, rng, state, space="shared")
+
+
+def m_shared_behind_pointer(items, rng, state):
+    """A helper with a function-scope .shared word that kernels call
+    directly and that an address-taken function also calls: still one word
+    per block."""
+    var = new_name(state, "s")
+    r = "%" + var + "_r"
+    decl = f"\t.shared .align 4 .u32 {var};\n\t.reg .b32 {r}<2>;\n"
+    op = f"\tld.shared.u32 {r}0, [{var}];\n\tadd.u32 {r}1, {r}0, 1;\n\tst.shared.u32 [{var}], {r}1;\n"
+    res = m_add_helper(items, rng, state, decl, op)
+    if not res:
+        return None
+    helper = res[0]
+    ptr, tab = new_name(state, "p"), new_name(state, "tab")
+    pos = next(k for k, it in enumerate(items) if it.kind == "func" and it.name == helper) + 1
+    items.insert(pos, ptxitems.Item(
+        f"\n.func (.reg .b32 %tcfz_o) {ptr}()\n{{\n\t.reg .b32 %tcfz_t;\n"
+        f"\tcall.uni (%tcfz_t), {helper}, ();\n\tmov.u32 %tcfz_o, %tcfz_t;\n\tret;\n}}\n"
+        f"\n.global .align 8 .u64 {tab}[1] = {{{ptr}}};\n"))
+    state["may_change"] = "ALL"
+    return (f"function-scope .shared {var} in helper {helper} called by {', '.join(res[1])} "
+            f"and by {ptr}, whose address is in {tab}")
+
+
+def m_shadow(items, rng, state):
+    names = [n for n in module_vars(items) if re.match(r"^[A-Za-z_$][\w$]*$", n)]
+    fns = [i for i, it in enumerate(items) if it.kind in ("entry", "func") and it.is_definition]
+    if not names or not fns:
+        return None
+    i = rng.choice(fns)
+    used = [n for n in names if ptxitems.references(items[i].text, n)]
+    name = rng.choice(used or names)
+    block = (f"\t{{\n\t.local .align 4 .b8 {name}[4];\n\t.reg .b32 %tcfz_sh;\n"
+             f"\tmov.u32 %tcfz_sh, 0;\n\tst.local.u32 [{name}], %tcfz_sh;\n\t}}")
+    t = insert_in_body(items[i].text, block, rng)
+    if not t:
+        return None
+    items[i] = ptxitems.Item(t)
+    touch(state, items[i].name)
+    if items[i].kind == "func":
+        state["may_change"] = "ALL"
+    return f"block with .local {name} shadowing the module-scope {name} in {items[i].name}"
+
+
+def m_fnptr_table(items, rng, state):
+    i = existing_helper(items, rng)
+    if i is None:
+        r = m_add_helper(items, rng, state)
+        if not r:
+            return None
+        i = next(k for k, it in enumerate(items) if it.kind == "func" and it.name == r[0])
+    name = items[i].name
+    tab = new_name(state, "tab")
+    items.insert(i + 1, ptxitems.Item(f"\n.global .align 8 .u64 {tab}[2] = {{{name}, 0}};\n"))
+    state["may_change"] = "ALL"
+    return f"table {tab} holds the address of helper {name} (called directly by {', '.join(callers(items, name))})"
+
+
+def m_whitespace(items, rng, state):
+    fns = [i for i, it in enumerate(items) if it.kind in ("entry", "func") and it.is_definition]
+    if not fns:
+        return None
+    done = []
+    for i in rng.sample(fns, min(len(fns), rng.randint(1, 3))):
+        t = items[i].text
+        span = ptxitems.body_span(t)
+        if not span:
+            continue
+        head, body, tail = t[:span[0]], t[span[0]:span[1]], t[span[1]:]
+        kind = rng.choice(["comment", "blank", "spaces", "brackets", "indent", "block_comment", "header"])
+        lines = body.split("\n")
+        if kind == "comment":
+            k = rng.randrange(1, len(lines)) if len(lines) > 1 else 0
+            lines.insert(k, "\t// tcfz comment line")
+            body = "\n".join(lines)
+        elif kind == "blank":
+            k = rng.randrange(1, len(lines)) if len(lines) > 1 else 0
+            lines.insert(k, "")
+            lines.insert(k, "   ")
+            body = "\n".join(lines)
+        elif kind == "spaces":
+            body = "\n".join(re.sub(r",\s*", lambda m: " , ", ln) if not ln.lstrip().startswith(("//", ".loc", ".file"))
+                             else ln for ln in lines)
+        elif kind == "brackets":
+            body = "\n".join(re.sub(r"\[([^\[\]\n]*)\]", r"[ \1 ]", ln)
+                             if not ln.lstrip().startswith(("//", ".loc", ".file")) else ln for ln in lines)
+        elif kind == "indent":
+            body = "\n".join(("  " + ln.lstrip("\t") + "  ") if ln.strip() and not ln.lstrip().startswith("//")
+                             else ln for ln in lines)
+        elif kind == "block_comment":
+            body = "\n".join(re.sub(r";\s*$", "; /* tcfz */", ln, count=1) if rng.random() < 0.2 else ln
+                             for ln in lines)
+        elif kind == "header":
+            head = re.sub(r"\(\s*", "(\n\t", head, count=1).replace(",\n", " ,\n  ")
+        items[i] = ptxitems.Item(head + body + tail)
+        done.append(f"{kind} in {items[i].name}")
+    return "whitespace/comments: " + "; ".join(done) if done else None
+
+
+def m_dup_internal_constant(items, rng, state):
+    """A compiler-named constant added before the others and numbered
+    first, the others renumbered, as nvcc numbers a new string that comes
+    earlier in the source. Its contents are new (then no key may change)
+    or, less often, equal to an existing one: nvcc merges equal strings, and
+    the README says the kernels using the repeated constant may then get
+    other keys."""
+    def family(n):
+        if n == "$str" or re.match(r"^\$str\$\d+$", n):
+            return "$str"
+        if re.match(r"^__unnamed_\d+$", n):
+            return "__unnamed_"
+        return None
+    cands = [i for i, it in enumerate(items) if it.kind in ("global", "const") and it.name and family(it.name)
+             and "=" in it.text]
+    if not cands:
+        return None
+    src = items[rng.choice(cands)]
+    fam = family(src.name)
+    members = [it.name for it in items if it.kind in ("global", "const") and it.name and family(it.name) == fam]
+
+    def index(n):
+        if fam == "$str":
+            return 0 if n == "$str" else int(n.split("$")[-1])
+        return int(n[len("__unnamed_"):])
+
+    def name_at(k):
+        if fam == "$str":
+            return "$str" if k == 0 else f"$str${k}"
+        return f"__unnamed_{k}"
+    members.sort(key=index)
+    lo = index(members[0])
+    mapping = {n: name_at(index(n) + 1) for n in members}
+    for k, it in enumerate(items):
+        t = it.text
+        if any(n in t for n in members):
+            t = re.sub(r"(?<![\w$.%])(" + "|".join(re.escape(n) for n in members) + r")(?![\w$.%])",
+                       lambda m: mapping[m.group(1)], t)
+            items[k] = ptxitems.Item(t)
+    copy = ptxitems.rename(src.text, src.name, name_at(lo))
+    equal = rng.random() < 0.25
+    if not equal:   # other contents: the first byte becomes another letter
+        copy = re.sub(r"=\s*\{\s*(\d+)", lambda m: "= {" + str(33 + (int(m.group(1)) + 1) % 90), copy, count=1)
+    else:
+        for it in items:
+            if it.kind == "entry" and ptxitems.references(it.text, mapping[src.name]):
+                touch(state, it.name)
+    first = min(k for k, it in enumerate(items) if it.kind in ("global", "const") and it.name and
+                family(it.name) == fam)
+    items.insert(first, ptxitems.Item(copy))
+    return (f"{'identical' if equal else 'new'} constant like {src.name} added first as {name_at(lo)}, "
+            "the others renumbered")
+
+
+def m_file_directive(items, rng, state):
+    pos = rng.choice([i for i, it in enumerate(items) if it.kind not in ("version", "target")] or [len(items)])
+    if pos < first_code_index(items) and any(it.kind == "address_size" for it in items[pos:]):
+        pos = max(i for i, it in enumerate(items) if it.kind == "address_size") + 1
+    state["counter"] += 1
+    items.insert(pos, ptxitems.Item(f'\t.file\t{900 + state["counter"]} "/tmp/tcfz/added_by_difffuzz.cu"\n'))
+    return ".file directive added"
+
+
+def m_tc_name(items, rng, state):
+    pos = first_code_index(items)
+    items.insert(pos, ptxitems.Item(f".global .align 4 .u32 $__tc{new_name(state, 'x')};\n"))
+    return "unused variable named $__tc..."
+
+
+# kind: "stable" (keys of untouched kernels must not change) or "free"
+MUTATIONS = [
+    (m_remove_kernel, "stable"), (m_duplicate_kernel, "stable"), (m_reorder_kernels, "stable"),
+    (m_move_func, "stable"), (m_remove_func, "stable"), (m_duplicate_func, "stable"),
+    (m_helper, "stable"), (m_func_global, "free"), (m_func_shared, "free"),
+    (m_shared_behind_pointer, "free"), (m_shadow, "free"),
+    (m_fnptr_table, "free"), (m_whitespace, "stable"), (m_whitespace, "stable"),
+    (m_dup_internal_constant, "stable"), (m_file_directive, "stable"), (m_tc_name, "stable"),
+]
+
+
+# --------------------------------------------------------------------------
+# bases, checks, minimization
+
+def cut(text, rng, limit=MAX_KERNELS):
+    items = ptxitems.split(text)
+    e = entries(items)
+    if len(e) <= limit:
+        return items
+    keep = set(rng.sample(e, limit))
+    return [it for k, it in enumerate(items) if k in keep or not (it.kind == "entry" and it.is_definition)]
+
+
+def ptxas_accepts(path, arch):
+    p = rwlib.run([rwlib.PTXAS, f"-arch={arch}", path, "-o", os.devnull])
+    return p.returncode == 0
+
+
+def check_mutant(binary, path, work, shared_cache, base_keys, may_change):
+    """Invariant failures of one mutant (strings)."""
+    os.makedirs(work, exist_ok=True)
+    with open(path, "rb") as f:
+        arch = rwlib.arch_of(f.read())
+    res = rwlib.check_module(binary, path, work, jobs=1,
+                             modes={"default": [], "ewp": ["--whole-program-units"]},
+                             tiers={"default": ("cold", "warm", "nomodule"), "ewp": ("cold", "warm", "nomodule")},
+                             want_resources=False)
+    fails = list(res["failures"])
+    if res["skipped"]:
+        return [f"whole-module ptxas failed: {res['skipped']}"]
+    cold = os.path.join(work, "default.cold.cubin")
+    inc = os.path.join(work, "incremental.cubin")
+    tc = rwlib.Taskcache(binary, shared_cache, arch, 1)
+    try:
+        tc.build(path, inc)
+        if os.path.exists(cold) and not rwlib.same_bytes(cold, inc):
+            fails.append("incremental build (cache shared with earlier mutants) differs from the cold build")
+    except rwlib.BuildError as e:
+        fails.append(f"incremental build: {e}")
+    if base_keys is not None and may_change != "ALL":
+        try:
+            keys = tc.slice_keys(path)
+        except rwlib.BuildError as e:
+            fails.append(f"explain: {e}")
+            keys = {}
+        changed = sorted(k for k in keys if k in base_keys and k not in may_change and keys[k] != base_keys[k])
+        if changed:
+            fails.append(f"slice key changed for {len(changed)} untouched kernel(s): {changed[:3]}")
+    return fails
+
+
+def signature(fail):
+    """A failure message without the build mode that showed it, numbers,
+    names of mutants or paths, first line only: two failures with the same
+    signature are taken to be the same defect."""
+    s = fail.splitlines()[0] if fail else ""
+    s = re.sub(r"^(default|ewp|unit1|incremental build)( \w+)?: ", "", s)
+    s = re.sub(r"^taskcache build .*?exited \d+: ", "build failed: ", s)
+    s = re.sub(r"\S*\.ptx:\d+: ", "", s)
+    s = re.sub(r"tcfz_\w+", "X", s)
+    s = re.sub(r"/\S+", "PATH", s)
+    s = re.sub(r"\[[^\]]*\]", "[...]", s)
+    return re.sub(r"\d+", "N", s)[:160]
+
+
+def quick_failures(binary, path, work, key_check, cand_items):
+    """The cheapest check that can show a failure again: a whole build, one
+    taskcache --no-cache build in each mode and, when asked, the keys."""
+    os.makedirs(work, exist_ok=True)
+    with open(path, "rb") as f:
+        arch = rwlib.arch_of(f.read())
+    whole = os.path.join(work, "whole.cubin")
+    try:
+        rwlib.whole_build(path, whole, arch)
+    except rwlib.BuildError as e:
+        return [f"whole-module ptxas failed: {e}"]
+    fails = []
+    rel = []
+
+    def relocatable():
+        if not rel:
+            rel.append(rwlib.relocatable_build(path, os.path.join(work, "relocatable.cubin"), arch))
+        return rel[0]
+    tc = rwlib.Taskcache(binary, os.path.join(work, "cache"), arch, 1)
+    for mode, extra in (("default", []), ("ewp", ["--whole-program-units"])):
+        out = os.path.join(work, f"{mode}.cubin")
+        try:
+            tc.build(path, out, *extra, cache=False)
+            fails += rwlib.symbol_failures(whole, out, mode, relocatable)
+        except rwlib.BuildError as e:
+            fails.append(f"{mode} cold: {e}")
+    base_keys, may_change = key_check(cand_items)
+    if base_keys is not None and may_change != "ALL":
+        keys = tc.slice_keys(path)
+        changed = sorted(k for k in keys if k in base_keys and k not in may_change and keys[k] != base_keys[k])
+        if changed:
+            fails.append(f"slice key changed for {len(changed)} untouched kernel(s): {changed[:3]}")
+    return fails
+
+
+def minimize(binary, items, fail_sig, work, arch, deadline, key_check):
+    """Removes chunks of items (halves first, then smaller) while a failure
+    with the same signature remains; returns the smallest items found."""
+    def still_fails(cand):
+        path = os.path.join(work, "min.ptx")
+        with open(path, "w") as f:
+            f.write(ptxitems.join(cand))
+        if not ptxas_accepts(path, arch):
+            return False
+        d = rwlib.mktemp_dir("min-", work)
+        try:
+            fails = quick_failures(binary, path, d, key_check, cand)
+        except rwlib.BuildError:
+            return False
+        finally:
+            rwlib.rmtree(d)
+        return any(signature(f) == fail_sig for f in fails)
+
+    fixed = {"version", "target", "address_size"}
+    chunk = max(1, len(items) // 2)
+    while chunk >= 1 and time.monotonic() < deadline:
+        k = len(items) - chunk
+        removed = False
+        while k >= 0 and time.monotonic() < deadline:
+            part = items[k:k + chunk]
+            if not any(it.kind in fixed for it in part):
+                cand = items[:k] + items[k + chunk:]
+                if still_fails(cand):
+                    items = cand
+                    removed = True
+            k -= chunk
+        if not removed:
+            chunk //= 2
+    # then lines of function bodies, the same way
+    for idx in range(len(items)):
+        if items[idx].kind not in ("entry", "func") or not items[idx].is_definition:
+            continue
+        text = items[idx].text
+        span = ptxitems.body_span(text)
+        if not span:
+            continue
+        head, lines, tail = text[:span[0]], text[span[0]:span[1]].split("\n"), text[span[1]:]
+        chunk = max(1, len(lines) // 2)
+        while chunk >= 1 and time.monotonic() < deadline:
+            k = len(lines) - chunk
+            removed = False
+            while k >= 0 and time.monotonic() < deadline:
+                cand_lines = lines[:k] + lines[k + chunk:]
+                cand = items[:idx] + [ptxitems.Item(head + "\n".join(cand_lines) + tail)] + items[idx + 1:]
+                if still_fails(cand):
+                    lines, items = cand_lines, cand
+                    removed = True
+                k -= chunk
+            if not removed:
+                chunk //= 2
+    return items
+
+
+class Fuzzer:
+    def __init__(self, args, work):
+        self.args, self.work = args, work
+        self.binary = os.path.abspath(args.taskcache)
+        self.shared_cache = os.path.join(work, "shared-cache")
+        self.bases = [m for m in rwlib.stored_modules()
+                      if not args.only or any(fnmatch.fnmatch(m.label, g) for g in args.only)]
+        if not self.bases:
+            raise SystemExit("difffuzz: no base module matches --only")
+        self.found = {}          # signature -> saved path
+        self.iterations = self.accepted = self.rejected = 0
+
+    def run_seed(self, seed, seconds):
+        rng = random.Random(seed)
+        deadline = time.monotonic() + seconds
+        it = 0
+        while time.monotonic() < deadline:
+            it += 1
+            self.iteration(rng, seed, it, deadline)
+
+    def iteration(self, rng, seed, it, deadline):
+        self.iterations += 1
+        module = rng.choice(self.bases)
+        text = module.text().decode("utf-8", "replace")
+        arch = rwlib.arch_of(text.encode())
+        base_items = cut(text, rng)
+        items = list(base_items)
+        state = {"counter": 0, "may_change": set(), "removed": set(), "added": set()}
+        done = []
+        for _ in range(1 if rng.random() < 0.5 else rng.randint(2, 3)):
+            fn, kind = rng.choice(MUTATIONS)
+            d = fn(items, rng, state)
+            if d:
+                done.append(d)
+                if kind == "free":
+                    state["may_change"] = "ALL"
+        if not done:
+            return
+        d = rwlib.mktemp_dir(f"it{it}-", self.work)
+        try:
+            base_path = os.path.join(d, "base.ptx")
+            mut_path = os.path.join(d, "mutant.ptx")
+            with open(base_path, "w") as f:
+                f.write(ptxitems.join(base_items))
+            with open(mut_path, "w") as f:
+                f.write(ptxitems.join(items))
+            if not ptxas_accepts(mut_path, arch):
+                self.rejected += 1
+                return
+            self.accepted += 1
+            tc = rwlib.Taskcache(self.binary, os.path.join(d, "explain-cache"), arch, 1)
+            base_keys = None
+            if state["may_change"] != "ALL":
+                try:
+                    base_keys = tc.slice_keys(base_path)
+                except rwlib.BuildError:
+                    base_keys = None
+            fails = check_mutant(self.binary, mut_path, os.path.join(d, "check"), self.shared_cache,
+                                 base_keys, state["may_change"])
+            if fails:
+                self.report(module, seed, it, done, fails, items, base_items, arch, d, state, deadline)
+        finally:
+            rwlib.rmtree(d)
+
+    def report(self, module, seed, it, done, fails, items, base_items, arch, d, state, deadline):
+        new = [f for f in fails if signature(f) not in self.found]
+        print(f"FAIL seed {seed} iteration {it}: {module.label} + {' + '.join(done)}")
+        for f in fails:
+            print("     " + f.replace("\n", "\n       "))
+        if not new:
+            print("     (already saved)")
+            return
+        sig = signature(new[0])
+        bt = ptxitems.join(base_items)
+
+        base_keys = None
+        if state["may_change"] != "ALL":
+            tc = rwlib.Taskcache(self.binary, os.path.join(d, "k"), arch, 1)
+            p = os.path.join(d, "kb.ptx")
+            with open(p, "w") as f:
+                f.write(bt)
+            try:
+                base_keys = tc.slice_keys(p)
+            except rwlib.BuildError:
+                pass
+
+        def key_check(cand):
+            return (base_keys, state["may_change"]) if base_keys is not None else (None, "ALL")
+        small = items
+        if self.args.minimize_seconds > 0:
+            small = minimize(self.binary, list(items), sig,
+                             d, arch, min(deadline + self.args.minimize_seconds,
+                                          time.monotonic() + self.args.minimize_seconds), key_check)
+        os.makedirs(self.args.save, exist_ok=True)
+        stem = os.path.join(self.args.save, f"seed{seed}-it{it}")
+        with open(stem + ".ptx", "w") as f:
+            f.write(ptxitems.join(small))
+        with open(stem + ".base.ptx", "w") as f:
+            f.write(bt)
+        with open(stem + ".txt", "w") as f:
+            f.write(f"module: {module.label}\nmutations:\n" + "".join(f"  {x}\n" for x in done) +
+                    "failures:\n" + "".join(f"  {x}\n" for x in fails))
+        for f in new:
+            self.found.setdefault(signature(f), stem + ".ptx")
+        print(f"     saved {stem}.ptx ({'minimized, ' if small is not items else ''}"
+              f"{len(ptxitems.join(small))} bytes; base: {stem}.base.ptx)")
+        print(f"     replay: {sys.argv[0]} --taskcache {self.args.taskcache} --replay {stem}.ptx")
+
+
+def replay(args):
+    path = args.replay
+    work = rwlib.mktemp_dir("taskcache-difffuzz-replay-")
+    try:
+        with open(path, "rb") as f:
+            arch = rwlib.arch_of(f.read())
+        if not ptxas_accepts(path, arch):
+            print(f"{path}: ptxas rejects it")
+            return 2
+        fails = check_mutant(os.path.abspath(args.taskcache), path, os.path.join(work, "check"),
+                             os.path.join(work, "shared"), None, "ALL")
+        base = re.sub(r"\.ptx$", ".base.ptx", path)
+        if os.path.exists(base) and base != path:
+            tc = rwlib.Taskcache(os.path.abspath(args.taskcache), os.path.join(work, "k"), arch, 1)
+            try:
+                kb, km = tc.slice_keys(base), tc.slice_keys(path)
+                changed = sorted(k for k in km if k in kb and kb[k] != km[k])
+                if changed:
+                    print(f"note: {len(changed)} kernel(s) have other keys than in {base} "
+                          f"(expected only for kernels the mutation touched): {changed[:5]}")
+            except rwlib.BuildError as e:
+                fails.append(f"explain: {e}")
+        for f in fails:
+            print(f"FAIL {f}")
+        print(f"{path}: {'FAIL' if fails else 'PASS'}")
+        return 1 if fails else 0
+    finally:
+        rwlib.rmtree(work)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--taskcache", required=True)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seed", action="append", default=[])
+    ap.add_argument("--save", default="/tmp/taskcache-difffuzz")
+    ap.add_argument("--minimize-seconds", type=float, default=30)
+    ap.add_argument("--replay")
+    ap.add_argument("--only", action="append", default=[],
+                    help="use only modules whose GENERATOR/NAME matches this glob as bases (repeatable)")
+    ap.add_argument("--mutations", help="comma-separated subset of: " +
+                    ", ".join(sorted({f.__name__[2:] for f, _ in MUTATIONS})))
+    args = ap.parse_args(argv)
+    if not os.access(args.taskcache, os.X_OK):
+        ap.error(f"{args.taskcache} is not an executable")
+    if not rwlib.PTXAS:
+        ap.error("ptxas not found")
+    if args.replay:
+        return replay(args)
+    if args.mutations:
+        wanted = set(args.mutations.split(","))
+        unknown = wanted - {f.__name__[2:] for f, _ in MUTATIONS}
+        if unknown:
+            ap.error(f"unknown mutation(s) {sorted(unknown)}")
+        MUTATIONS[:] = [(f, k) for f, k in MUTATIONS if f.__name__[2:] in wanted]
+    seeds = []
+    for s in args.seed or ["1"]:
+        seeds.append(int(time.time() * 1000) % 1000000007 if s == "time" else int(s))
+    work = rwlib.mktemp_dir("taskcache-difffuzz-")
+    fz = Fuzzer(args, work)
+    t0 = time.monotonic()
+    try:
+        for s in seeds:
+            print(f"== difffuzz: seed {s}, {args.seconds / len(seeds):.0f} s "
+                  f"(reproduce: difffuzz.py --taskcache BIN --seed {s} --seconds {args.seconds / len(seeds):.0f})",
+                  flush=True)
+            fz.run_seed(s, args.seconds / len(seeds))
+    finally:
+        rwlib.rmtree(work)
+    print(f"== difffuzz: {fz.iterations} iterations, {fz.accepted} mutants checked, {fz.rejected} rejected by "
+          f"ptxas, {len(fz.found)} distinct failures; {time.monotonic() - t0:.0f} s")
+    for sig, path in sorted(fz.found.items()):
+        print(f"   {sig}\n      {path}")
+    return 1 if fz.found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

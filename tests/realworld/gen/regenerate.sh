@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# regenerate.sh: rebuilds the PTX kept in tests/realworld/corpus from its
+# sources (README.md there says what each generator is and which versions
+# made the files in the repository).
+#
+#   tests/realworld/gen/regenerate.sh [GENERATOR...]
+#
+# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton (default: all).
+# Needs: nvcc (CUDA 13.0) for nvcc-*; clang-19 (apt) for clang-cccl;
+# numba-cuda (pip "numba-cuda[cu13]") for numba; triton (pip) for triton;
+# llm.c sources in $LLMC_DIR, else cloned from GitHub at the pinned commit.
+# Heavy: about 5 minutes of nvcc and 3 of clang on 2 cores.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+corpus=$(cd "$here/.." && pwd)/corpus
+cuda=${CUDA_HOME:-/usr/local/cuda}
+nvcc=$cuda/bin/nvcc
+LLMC_COMMIT=f1e2ace651495b74ae22d45d1723443fd00ecd3a
+tmp=$(mktemp -d /tmp/taskcache-regen.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+store() {  # store GENERATOR FILE.ptx: compress into the corpus
+    mkdir -p "$corpus/$1"
+    xz -9e -T1 -c "$2" >"$corpus/$1/$(basename "$2").xz"
+    echo "  $1/$(basename "$2").xz: $(grep -c '\.entry' "$2") kernels"
+}
+
+gen_nvcc_cccl() {
+    echo "== nvcc on CCCL (CUB, Thrust, libcu++) drivers"
+    for f in cub_sort cub_reduce_scan cub_select_hist thrust_algorithms; do
+        nice "$nvcc" -arch=sm_90 -std=c++17 -ptx "$here/cccl/$f.cu" -o "$tmp/$f.ptx"
+        store nvcc-cccl "$tmp/$f.ptx"
+    done
+    nice "$nvcc" -arch=sm_90 -std=c++17 -rdc=true -ptx "$here/cccl/cub_select_hist.cu" -o "$tmp/cub_select_hist.rdc.ptx"
+    store nvcc-cccl "$tmp/cub_select_hist.rdc.ptx"
+    "$nvcc" --version | tail -2 >"$corpus/nvcc-cccl/VERSION"
+    grep -h "define CUB_VERSION\|define THRUST_VERSION" "$cuda"/include/cccl/cub/version.cuh \
+        "$cuda"/include/cccl/thrust/version.h | sed 's/ *\/\/.*//' >>"$corpus/nvcc-cccl/VERSION"
+}
+
+gen_nvcc_llmc() {
+    echo "== nvcc on llm.c"
+    local src=${LLMC_DIR:-}
+    if [ -z "$src" ]; then
+        src=$tmp/llm.c
+        git clone --quiet https://github.com/karpathy/llm.c "$src"
+        git -C "$src" checkout --quiet "$LLMC_COMMIT"
+    fi
+    # flags of llm.c's Makefile (minus host-only ones); the compat header
+    # adapts one host call to CUDA 13 (see gen/llmc/cuda13_compat.h)
+    local flags=(--use_fast_math -std=c++17 -O3 -arch=sm_90 -ptx -include "$here/llmc/cuda13_compat.h")
+    (cd "$src" &&
+        nice "$nvcc" "${flags[@]}" train_gpt2.cu -o "$tmp/train_gpt2.ptx" &&
+        nice "$nvcc" "${flags[@]}" -rdc=true train_gpt2.cu -o "$tmp/train_gpt2.rdc.ptx" &&
+        nice "$nvcc" "${flags[@]}" train_gpt2_fp32.cu -o "$tmp/train_gpt2_fp32.ptx" &&
+        nice "$nvcc" "${flags[@]}" -lineinfo profile_gpt2.cu -o "$tmp/profile_gpt2.lineinfo.ptx")
+    for f in train_gpt2 train_gpt2.rdc train_gpt2_fp32 profile_gpt2.lineinfo; do
+        store nvcc-llmc "$tmp/$f.ptx"
+    done
+    for cu in "$src"/dev/cuda/*.cu; do
+        local b
+        b=$(basename "$cu" .cu)
+        [ "$b" = nccl_all_reduce ] && continue   # needs MPI and NCCL headers
+        (cd "$src/dev/cuda" && nice "$nvcc" "${flags[@]}" "$b.cu" -o "$tmp/dev_$b.ptx")
+        store nvcc-llmc "$tmp/dev_$b.ptx"
+    done
+    cp "$src/LICENSE" "$corpus/nvcc-llmc/LICENSE"
+    { echo "llm.c $LLMC_COMMIT"; "$nvcc" --version | tail -2; } >"$corpus/nvcc-llmc/VERSION"
+}
+
+gen_clang_cccl() {
+    echo "== clang-19 CUDA on the same CCCL drivers"
+    local clang=${CLANG:-clang-19}
+    # CUDA 13 removed texture_fetch_functions.h, which clang's CUDA wrapper
+    # still includes: gen/clang holds an empty one
+    for f in cub_reduce_scan cub_select_hist; do
+        nice "$clang" -x cuda --cuda-device-only --cuda-gpu-arch=sm_90 -S -O3 -std=c++17 \
+            --cuda-path="$cuda" -Wno-unknown-cuda-version -isystem "$here/clang" \
+            -isystem "$cuda/include/cccl" "$here/cccl/$f.cu" -o "$tmp/$f.ptx"
+        store clang-cccl "$tmp/$f.ptx"
+    done
+    "$clang" --version | head -1 >"$corpus/clang-cccl/VERSION"
+}
+
+gen_numba() {
+    echo "== numba-cuda (NVVM)"
+    python3 "$here/numba/gen_numba.py" "$tmp/numba"
+    for f in "$tmp"/numba/*.ptx; do store numba "$f"; done
+    python3 -c "import numba, numba.cuda, llvmlite; from numba.cuda.cudadrv import nvvm
+print('numba', numba.__version__); import importlib.metadata as m; print('numba-cuda', m.version('numba-cuda'))
+print('NVVM IR', nvvm.NVVM().get_ir_version() if hasattr(nvvm.NVVM(), 'get_ir_version') else '')" \
+        >"$corpus/numba/VERSION"
+}
+
+gen_triton() {
+    echo "== Triton"
+    python3 "$here/triton/gen_triton.py" "$tmp/triton" | grep -v '^compiled'
+    for f in "$tmp"/triton/*.ptx; do store triton "$f"; done
+    python3 -c "import triton; print('triton', triton.__version__)" >"$corpus/triton/VERSION"
+}
+
+gens=("$@")
+[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)
+for g in "${gens[@]}"; do
+    case $g in
+        nvcc-cccl) gen_nvcc_cccl ;;
+        nvcc-llmc) gen_nvcc_llmc ;;
+        clang-cccl) gen_clang_cccl ;;
+        numba) gen_numba ;;
+        triton) gen_triton ;;
+        *) echo "regenerate: unknown generator $g" >&2; exit 2 ;;
+    esac
+done
