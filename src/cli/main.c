@@ -10,6 +10,8 @@
 
 #include "taskcache.h"
 
+#include "cli/run.h"
+
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 static const char *prog = "taskcache";
@@ -29,6 +31,8 @@ static const char usage_main[] =
     "  gc [--max-size SIZE] [--evict-older-than AGE]      evict least recently used records\n"
     "  verify [--remove-bad]                              check every record's checksum\n"
     "  clear                                              remove every cached record\n"
+    "  run [--] CMD [ARGS...]                             run CMD with the PTX it hands the\n"
+    "                                                     CUDA driver built by taskcache\n"
     "  help [command]                                     help for a command\n"
     "  version                                            print versions\n"
     "\n"
@@ -779,6 +783,8 @@ int main(int argc, char **argv)
         return cmd_gc(argc - 2, argv + 2);
     if (!strcmp(cmd, "verify"))
         return cmd_verify(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run"))
+        return tc_cli_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("taskcache %s (%s)\n", tc_version(),
                tc_have_inprocess_compiler() ? "with the in-process compiler" : "ptxas backend");
@@ -796,6 +802,8 @@ int main(int argc, char **argv)
             fputs(usage_gc, stdout);
         else if (!strcmp(topic, "verify"))
             fputs(usage_verify, stdout);
+        else if (!strcmp(topic, "run"))
+            fputs(tc_cli_usage_run, stdout);
         else if (!*topic)
             fputs(usage_main, stdout);
         else

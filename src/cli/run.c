@@ -1,0 +1,116 @@
+/* run: `taskcache run -- CMD [ARGS...]` runs a program with the driver
+ * interceptor (libtaskcache_intercept.so) preloaded, so that the PTX it
+ * hands the CUDA driver is built by taskcache, per kernel, cached. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/run.h"
+
+const char tc_cli_usage_run[] =
+    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with taskcache standing in for the CUDA driver's PTX compiler: PTX\n"
+    "the program hands to cuModuleLoadData(Ex), cuLibraryLoadData or a link with\n"
+    "one PTX input (cuLinkAddData) is built by taskcache for the current device,\n"
+    "split, compiled in parallel and cached per kernel (the cache of `taskcache\n"
+    "build`), and the driver is given the linked cubin. A cubin, a fatbin, an\n"
+    "option whose effect taskcache cannot reproduce, a link of several inputs or\n"
+    "a build that fails goes to the driver unchanged: the program behaves as\n"
+    "without taskcache.\n"
+    "\n"
+    "It helps JITs that hand PTX to the driver (Quadrants/Taichi, CuPy's\n"
+    "RawModule and RawKernel, numba-cuda); not those that compile to cubin\n"
+    "themselves (Triton, XLA with its own ptxas, PyTorch Inductor).\n"
+    "\n"
+    "  --cache-dir DIR   the cache (else $TASKCACHE_DIR, ~/.cache/taskcache)\n"
+    "  --log FILE        one line per driver call taken or passed on, and why\n"
+    "  -v                the same on standard error\n"
+    "\n"
+    "TASKCACHE_INTERCEPT=0 turns the interceptor off inside a running program, and\n"
+    "TASKCACHE_INTERCEPT=measure lets the driver compile and logs how long it took;\n"
+    "TASKCACHE_INTERCEPT_LIB names the library (else the one beside this program,\n"
+    "or in ../lib). Exit status: CMD's; 127 when it cannot be run, 2 usage.\n";
+
+/* The interceptor: $TASKCACHE_INTERCEPT_LIB, else beside this program (the
+ * build tree), else in ../lib or ../lib64 beside its directory (installed). */
+static int find_library(char *out, size_t cap)
+{
+    const char *env = getenv("TASKCACHE_INTERCEPT_LIB");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK);
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    static const char *const places[] = {"", "/../lib", "/../lib64"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        int len = snprintf(out, cap, "%s%s/libtaskcache_intercept.so", self, places[i]);
+        if (len > 0 && (size_t)len < cap && access(out, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+int tc_cli_run(int argc, char **argv)
+{
+    int i = 0;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if ((!strcmp(a, "--cache-dir") || !strcmp(a, "--log")) && i + 1 < argc) {
+            setenv(a[2] == 'c' ? "TASKCACHE_DIR" : "TASKCACHE_LOG", argv[++i], 1);
+        } else if (!strncmp(a, "--cache-dir=", 12)) {
+            setenv("TASKCACHE_DIR", a + 12, 1);
+        } else if (!strncmp(a, "--log=", 6)) {
+            setenv("TASKCACHE_LOG", a + 6, 1);
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            setenv("TASKCACHE_LOG", "/dev/stderr", 1);
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(tc_cli_usage_run, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "taskcache run: unknown option '%s' (taskcache help run)\n", a);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "taskcache run: no command to run (taskcache help run)\n");
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        fprintf(stderr, "taskcache run: cannot find libtaskcache_intercept.so (%s); set "
+                        "TASKCACHE_INTERCEPT_LIB\n", lib);
+        return 127;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *preload = malloc(len);
+    if (!preload) {
+        fprintf(stderr, "taskcache run: out of memory\n");
+        return 127;
+    }
+    snprintf(preload, len, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "taskcache run: cannot run %s: %s\n", argv[i], strerror(errno));
+    return 127;
+}

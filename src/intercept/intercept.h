@@ -1,0 +1,64 @@
+/* intercept: taskcache inside programs that hand PTX to the CUDA driver.
+ * Loaded with LD_PRELOAD (`taskcache run -- CMD`), the library stands in
+ * for the driver functions that take PTX; interpose.c puts its functions in
+ * the driver's place on every path a program reaches them by, jit.c decides
+ * what each call does. Internal to the interceptor. */
+#ifndef TC_INTERCEPT_H
+#define TC_INTERCEPT_H
+
+#include <stddef.h>
+
+#include "intercept/cuda_abi.h"
+
+typedef CUresult (*tc_link_create_fn)(unsigned, CUjit_option *, void **, CUlinkState *);
+typedef CUresult (*tc_link_add_data_fn)(CUlinkState, CUjitInputType, void *, size_t,
+                                        const char *, unsigned, CUjit_option *, void **);
+typedef CUresult (*tc_link_add_file_fn)(CUlinkState, CUjitInputType, const char *, unsigned,
+                                        CUjit_option *, void **);
+
+/* The real driver's functions. Where the driver has two versions of a
+ * function under one name ([0] the original, [1] its _v2), both. */
+typedef struct tc_real_driver {
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
+    CUresult (*cuLibraryLoadData)(CUlibrary *, const void *, CUjit_option *, void **, unsigned,
+                                  CUlibraryOption *, void **, unsigned);
+    tc_link_create_fn cuLinkCreate[2];
+    tc_link_add_data_fn cuLinkAddData[2];
+    tc_link_add_file_fn cuLinkAddFile[2];
+    CUresult (*cuLinkComplete)(CUlinkState, void **, size_t *);
+    CUresult (*cuLinkDestroy)(CUlinkState);
+    CUresult (*cuCtxGetDevice)(CUdevice *);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+} tc_real_driver;
+
+/* The real driver (libcuda.so.1), loaded on first use. Never NULL: a
+ * function the driver lacks is NULL, and calling through it is the
+ * caller's check (the program could not have reached our stand-in for a
+ * function the driver does not have). */
+const tc_real_driver *tc_real(void);
+
+/* jit.c: what the stand-ins do. `v` selects the version of a function
+ * with two (0 original, 1 _v2). Each builds the PTX it is given with
+ * taskcache where it can reproduce the driver's result exactly, and passes
+ * the call to the real driver unchanged where it cannot. */
+CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
+                            CUjit_option *options, void **values, int ex);
+CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option *options,
+                             void **values, unsigned n, CUlibraryOption *lib_options,
+                             void **lib_values, unsigned lib_n);
+CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **values,
+                            CUlinkState *state);
+CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, void *data,
+                              size_t size, const char *name, unsigned n, CUjit_option *options,
+                              void **values);
+CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, const char *path,
+                              unsigned n, CUjit_option *options, void **values);
+CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size);
+CUresult tc_jit_link_destroy(CUlinkState state);
+
+/* Whether interception is on for this process (TASKCACHE_INTERCEPT=0 turns
+ * it off: every call then goes straight to the driver). */
+int tc_intercept_enabled(void);
+
+#endif

@@ -1,0 +1,265 @@
+/* interpose: puts the interceptor's functions in the driver's place on
+ * every path a program reaches driver functions by:
+ *
+ * - linked against libcuda: the preloaded library's symbols come first;
+ * - dlopen("libcuda.so.1") + dlsym: dlsym itself is replaced, and hands out
+ *   the stand-in for a driver function it would have returned;
+ * - cuGetProcAddress (the CUDA runtime, cuda-python): both of its versions
+ *   are replaced, and hand out the stand-in for the version of a function
+ *   the program asked for (cuLinkAddData or cuLinkAddData_v2).
+ *
+ * The real functions come from the real libcuda.so.1 through the real
+ * dlsym, so no call of ours ever loops back into a stand-in. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intercept/intercept.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
+
+/* ---- the real dlsym and the real driver ------------------------------------------------ */
+
+static void *(*real_dlsym)(void *, const char *);
+static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
+
+static void find_real_dlsym(void)
+{
+    /* dlvsym does not go through dlsym; glibc 2.34 moved dlsym into libc
+     * under a new version, older ones have the first (x86-64, aarch64) */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !real_dlsym; i++) {
+        void *p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        memcpy(&real_dlsym, &p, sizeof p);
+    }
+}
+
+static tc_real_driver real;
+static CUresult (*real_get_proc[2])(const char *, void **, int, cuuint64_t, int *);
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+/* Assigning dlsym's void * to a function pointer goes through memcpy (ISO
+ * C has no conversion between the two). */
+#define REAL(lib, field, name)                                                                \
+    do {                                                                                      \
+        void *p_ = (lib) ? real_dlsym((lib), (name)) : NULL;                                  \
+        memcpy(&(field), &p_, sizeof p_);                                                     \
+    } while (0)
+
+static void load_real(void)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
+    void *lib = real_dlsym ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
+    REAL(lib, real.cuModuleLoadData, "cuModuleLoadData");
+    REAL(lib, real.cuModuleLoadDataEx, "cuModuleLoadDataEx");
+    REAL(lib, real.cuLibraryLoadData, "cuLibraryLoadData");
+    REAL(lib, real.cuLinkCreate[0], "cuLinkCreate");
+    REAL(lib, real.cuLinkCreate[1], "cuLinkCreate_v2");
+    REAL(lib, real.cuLinkAddData[0], "cuLinkAddData");
+    REAL(lib, real.cuLinkAddData[1], "cuLinkAddData_v2");
+    REAL(lib, real.cuLinkAddFile[0], "cuLinkAddFile");
+    REAL(lib, real.cuLinkAddFile[1], "cuLinkAddFile_v2");
+    REAL(lib, real.cuLinkComplete, "cuLinkComplete");
+    REAL(lib, real.cuLinkDestroy, "cuLinkDestroy");
+    REAL(lib, real.cuCtxGetDevice, "cuCtxGetDevice");
+    REAL(lib, real.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    /* the first version has no status argument: called through a cast of
+     * its own type below */
+    REAL(lib, real_get_proc[0], "cuGetProcAddress");
+    REAL(lib, real_get_proc[1], "cuGetProcAddress_v2");
+}
+
+const tc_real_driver *tc_real(void)
+{
+    pthread_once(&real_once, load_real);
+    return &real;
+}
+
+/* ---- the stand-ins ------------------------------------------------------------------------ */
+
+/* Declared here because they exist to be found by name, not called. */
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image);
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned n,
+                                   CUjit_option *options, void **values);
+EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *options,
+                                  void **values, unsigned n, CUlibraryOption *lib_options,
+                                  void **lib_values, unsigned lib_n);
+EXPORT CUresult cuLinkCreate(unsigned n, CUjit_option *options, void **values, CUlinkState *out);
+EXPORT CUresult cuLinkCreate_v2(unsigned n, CUjit_option *options, void **values,
+                                CUlinkState *out);
+EXPORT CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                              const char *name, unsigned n, CUjit_option *options, void **values);
+EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                                 const char *name, unsigned n, CUjit_option *options,
+                                 void **values);
+EXPORT CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
+                              unsigned n, CUjit_option *options, void **values);
+EXPORT CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
+                                 unsigned n, CUjit_option *options, void **values);
+EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size);
+EXPORT CUresult cuLinkDestroy(CUlinkState state);
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                    cuuint64_t flags, int *status);
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return tc_jit_module_load(module, image, 0, NULL, NULL, 0);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned n,
+                            CUjit_option *options, void **values)
+{
+    return tc_jit_module_load(module, image, n, options, values, 1);
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *options,
+                           void **values, unsigned n, CUlibraryOption *lib_options,
+                           void **lib_values, unsigned lib_n)
+{
+    return tc_jit_library_load(library, code, options, values, n, lib_options, lib_values, lib_n);
+}
+
+CUresult cuLinkCreate(unsigned n, CUjit_option *options, void **values, CUlinkState *out)
+{
+    return tc_jit_link_create(0, n, options, values, out);
+}
+
+CUresult cuLinkCreate_v2(unsigned n, CUjit_option *options, void **values, CUlinkState *out)
+{
+    return tc_jit_link_create(1, n, options, values, out);
+}
+
+CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                       const char *name, unsigned n, CUjit_option *options, void **values)
+{
+    return tc_jit_link_add_data(0, state, type, data, size, name, n, options, values);
+}
+
+CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                          const char *name, unsigned n, CUjit_option *options, void **values)
+{
+    return tc_jit_link_add_data(1, state, type, data, size, name, n, options, values);
+}
+
+CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned n,
+                       CUjit_option *options, void **values)
+{
+    return tc_jit_link_add_file(0, state, type, path, n, options, values);
+}
+
+CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned n,
+                          CUjit_option *options, void **values)
+{
+    return tc_jit_link_add_file(1, state, type, path, n, options, values);
+}
+
+CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
+{
+    return tc_jit_link_complete(state, cubin, size);
+}
+
+CUresult cuLinkDestroy(CUlinkState state) { return tc_jit_link_destroy(state); }
+
+/* ---- handing out the stand-ins --------------------------------------------------------- */
+
+/* The stand-in for a function by its exact name (dlsym), or NULL. */
+static void *stand_in_named(const char *name)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(void); /* the generic function pointer type; cast back by the caller */
+    } table[] = {
+#define ENTRY(f) {#f, (void (*)(void))f}
+        ENTRY(cuModuleLoadData),  ENTRY(cuModuleLoadDataEx), ENTRY(cuLibraryLoadData),
+        ENTRY(cuLinkCreate),      ENTRY(cuLinkCreate_v2),    ENTRY(cuLinkAddData),
+        ENTRY(cuLinkAddData_v2),  ENTRY(cuLinkAddFile),      ENTRY(cuLinkAddFile_v2),
+        ENTRY(cuLinkComplete),    ENTRY(cuLinkDestroy),      ENTRY(cuGetProcAddress),
+        ENTRY(cuGetProcAddress_v2),
+#undef ENTRY
+    };
+    if (name[0] != 'c' || name[1] != 'u')
+        return NULL;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].name, name)) {
+            void *p;
+            memcpy(&p, &table[i].fn, sizeof p);
+            return p;
+        }
+    return NULL;
+}
+
+/* The stand-in for what cuGetProcAddress returned for `symbol` (a base
+ * name; the version the program asks for decides which of a function's
+ * versions the driver gave: the _v2 of the link functions from CUDA 6.5,
+ * of cuGetProcAddress from 12.0, as cudaTypedefs.h lists them), or NULL
+ * for a function we do not stand in for. */
+static void *stand_in_for(const char *symbol, int version)
+{
+    static const struct {
+        const char *name;
+        int since;
+        const char *ours;
+    } versions[] = {
+        {"cuLinkCreate", 6050, "cuLinkCreate_v2"},
+        {"cuLinkAddData", 6050, "cuLinkAddData_v2"},
+        {"cuLinkAddFile", 6050, "cuLinkAddFile_v2"},
+        {"cuGetProcAddress", 12000, "cuGetProcAddress_v2"},
+    };
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+        if (!strcmp(symbol, versions[i].name) && version >= versions[i].since)
+            return stand_in_named(versions[i].ours);
+    return stand_in_named(symbol);
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    tc_real();
+    CUresult (*get)(const char *, void **, int, cuuint64_t);
+    memcpy(&get, &real_get_proc[0], sizeof get);
+    if (!get)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult rc = get(symbol, pfn, version, flags);
+    void *ours;
+    if (rc == CUDA_SUCCESS && symbol && pfn && *pfn && tc_intercept_enabled() &&
+        (ours = stand_in_for(symbol, version)) != NULL)
+        *pfn = ours;
+    return rc;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             int *status)
+{
+    tc_real();
+    if (!real_get_proc[1])
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult rc = real_get_proc[1](symbol, pfn, version, flags, status);
+    void *ours;
+    if (rc == CUDA_SUCCESS && symbol && pfn && *pfn && tc_intercept_enabled() &&
+        (ours = stand_in_for(symbol, version)) != NULL)
+        *pfn = ours;
+    return rc;
+}
+
+/* dlsym: what the real one returns, except that a driver function we stand
+ * in for, found in the driver (libcuda), comes back as our stand-in. */
+EXPORT void *dlsym(void *restrict handle, const char *restrict name)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
+    if (!real_dlsym)
+        return NULL;
+    void *p = real_dlsym(handle, name);
+    void *ours;
+    Dl_info info;
+    if (!p || !(ours = stand_in_named(name)) || p == ours || !tc_intercept_enabled())
+        return p;
+    if (!dladdr(p, &info) || !info.dli_fname)
+        return p;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    return strncmp(base, "libcuda.so", 10) == 0 ? ours : p;
+}

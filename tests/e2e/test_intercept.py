@@ -1,0 +1,243 @@
+"""taskcache run: the driver interceptor, against a fake libcuda.so.1 that
+records what it is given (tests/intercept/fake_cuda.c) and a JIT-like client
+that reaches the driver by every path (tests/intercept/jit_client.c). No GPU:
+what is checked is what the driver receives. Where taskcache can reproduce
+the driver's work, the driver gets a cubin, byte for byte the image `taskcache
+build` makes with the same options; everywhere else it gets the program's call
+unchanged."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from tchelp import ARCH, TASKCACHE, build, nvcc_ptx
+
+BUILD = pathlib.Path(TASKCACHE).resolve().parent
+FAKE_DIR = BUILD / "tests" / "intercept"
+CLIENT = FAKE_DIR / "jit_client"
+
+KERNELS = r"""
+__device__ __noinline__ float shape(float x) { return x * x - 0.5f; }
+extern "C" __global__ void ka(float *o, int n) { int i = threadIdx.x; if (i < n) o[i] = shape(o[i]); }
+extern "C" __global__ void kb(float *o, int n) { int i = threadIdx.x; if (i < n) o[i] += shape(2 * o[i]); }
+extern "C" __global__ void kc(float *o, int n) { int i = threadIdx.x; if (i < n) o[i] *= 3.0f; }
+"""
+
+PATHS = ["linked", "dlsym", "proc1", "proc2"]
+LIB = BUILD / "libtaskcache_intercept.so"
+
+
+@pytest.fixture(autouse=True)
+def _preloadable():
+    if not LIB.exists() or not CLIENT.exists():
+        pytest.fail(f"{LIB} or {CLIENT} is not built")
+    if b"__asan_init" in LIB.read_bytes():
+        pytest.skip("a sanitizer build's interceptor cannot be preloaded into other programs "
+                    "(its decisions run under the sanitizers in unit_intercept)")
+
+
+@pytest.fixture
+def ptx(tmp_path):
+    return nvcc_ptx(KERNELS, tmp_path / "k.ptx")
+
+
+class Run:
+    """One program run under `taskcache run`, and what the fake driver saw."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.cache = tmp_path / "cache"
+        self.saved = tmp_path / "saved"
+        self.saved.mkdir(exist_ok=True)
+        self.n = 0
+
+    def __call__(self, *args, under_taskcache=True, env=None, check=True):
+        self.n += 1
+        fake_log = self.tmp / f"fake{self.n}.log"
+        tc_log = self.tmp / f"tc{self.n}.log"
+        e = dict(os.environ, LD_LIBRARY_PATH=str(FAKE_DIR), FAKE_CUDA_LOG=str(fake_log),
+                 FAKE_CUDA_SAVE=str(self.saved), ASAN_OPTIONS="detect_leaks=0")
+        e.update(env or {})
+        cmd = [str(CLIENT), *map(str, args)]
+        if under_taskcache:
+            cmd = [TASKCACHE, "run", "--cache-dir", str(self.cache), "--log", str(tc_log),
+                   "--", *cmd]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
+        if check:
+            assert p.returncode == 0, p.stdout + p.stderr
+        p.fake = fake_log.read_text().splitlines() if fake_log.exists() else []
+        p.log = tc_log.read_text().splitlines() if tc_log.exists() else []
+        return p
+
+    def last_cubin(self):
+        files = sorted(self.saved.glob("*.cubin"), key=lambda f: int(f.stem))
+        return files[-1].read_bytes()
+
+
+def reference(ptx, tmp_path, *opts, arch=ARCH):
+    out = tmp_path / ("ref%d.cubin" % len(list(tmp_path.glob("ref*.cubin"))))
+    build(ptx, out, None, "--arch", arch, *opts)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("action", ["load", "loadex", "library"])
+def test_ptx_loads_become_taskcache_cubins(tmp_path, ptx, path, action):
+    run = Run(tmp_path)
+    p = run(path, action, ptx)
+    call = {"load": "cuModuleLoadData", "loadex": "cuModuleLoadData",
+            "library": "cuLibraryLoadData"}[action]
+    loads = [l for l in p.fake if l.startswith(call + " ")]
+    assert len(loads) == 1 and loads[0].split()[1] == "ELF", p.fake
+    assert run.last_cubin() == reference(ptx, tmp_path)
+    assert any("built with taskcache: 3 kernels" in l for l in p.log), p.log
+    if action == "library":  # the preserve option is not passed on with our image
+        assert loads[0].endswith("liboptions=0"), loads
+    # a second process is served from the cache
+    p = run(path, action, ptx)
+    assert any("module record hit" in l for l in p.log), p.log
+
+
+@pytest.mark.parametrize("path", PATHS + ["proc-old"])
+def test_a_link_of_one_ptx_is_taskcaches(tmp_path, ptx, path):
+    run = Run(tmp_path)
+    p = run(path, "link", ptx)
+    assert "image" in p.stdout and "ELF" in p.stdout, p.stdout
+    assert not any(l.startswith(("cuLinkAddData", "cuLinkComplete")) for l in p.fake), p.fake
+    assert [l.split()[:2] for l in p.fake if l.startswith("cuModuleLoadData")] == \
+        [["cuModuleLoadData", "ELF"]]
+    assert run.last_cubin() == reference(ptx, tmp_path)
+    assert p.fake[-1] == "cuLinkDestroy"
+    version = "v1" if path == "proc-old" else "v2"
+    assert [l for l in p.fake if l.startswith("cuLinkCreate")][0].split()[1] == version
+
+
+def test_a_ptx_file_in_a_link(tmp_path, ptx):
+    run = Run(tmp_path)
+    p = run("proc2", "linkfile", ptx)
+    assert not any(l.startswith("cuLinkAddFile") for l in p.fake), p.fake
+    assert run.last_cubin() == reference(ptx, tmp_path)
+
+
+def test_links_of_several_inputs_go_to_the_driver(tmp_path, ptx):
+    """The second input replays the PTX that was kept back: the driver links
+    the session exactly as the program gave it."""
+    run = Run(tmp_path)
+    other = nvcc_ptx(KERNELS.replace("ka", "xa").replace("kb", "xb").replace("kc", "xc"),
+                     tmp_path / "o.ptx")
+    p = run("proc2", "link", ptx, other)
+    adds = [l.split()[:4] for l in p.fake if l.startswith("cuLinkAddData")]
+    assert [a[3] for a in adds] == ["PTX", "PTX"], p.fake
+    assert any(l.startswith("cuLinkComplete inputs=2") for l in p.fake)
+    cubin = tmp_path / "k.cubin"
+    build(ptx, cubin, None)
+    p = run("proc2", "link", ptx, cubin)
+    adds = [l.split()[:4] for l in p.fake if l.startswith("cuLinkAddData")]
+    assert [a[3] for a in adds] == ["PTX", "ELF"], p.fake
+
+
+@pytest.mark.parametrize("opts,mapped", [
+    (["maxreg=32", "opt=2", "lineinfo=1"], ["--maxrregcount", "32", "-O2", "-lineinfo"]),
+    (["opt=4", "fma=0"], []),  # the default level; FMA applies to NVVM IR only
+    (["cache=1"], ["-Xptxas", "--def-load-cache=cg"]),
+])
+def test_jit_options_map_to_build_options(tmp_path, ptx, opts, mapped):
+    run = Run(tmp_path)
+    p = run("dlsym", "loadex", ptx, *opts, "logs=1")
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"], p.fake
+    assert run.last_cubin() == reference(ptx, tmp_path, *mapped)
+    out = dict(l.split(" ", 1) for l in p.stdout.splitlines() if " " in l)
+    assert out["error"] == "" or out["error"].strip() == "", out
+    assert float(out["wall"]) > 0
+
+
+def test_the_target_option_chooses_the_architecture(tmp_path, ptx):
+    older = tmp_path / "sm80.ptx"
+    older.write_text(open(ptx).read().replace(".target sm_90", ".target sm_80"))
+    run = Run(tmp_path)
+    run("proc1", "loadex", older, "target=80")
+    assert run.last_cubin() == reference(older, tmp_path, arch="sm_80")
+    # without it, the context's device
+    run("proc1", "loadex", older, env={"FAKE_CUDA_CC": "89"})
+    assert run.last_cubin() == reference(older, tmp_path, arch="sm_89")
+    # PTX for a newer architecture than the device's: the driver's to refuse
+    p = run("proc1", "loadex", ptx, env={"FAKE_CUDA_CC": "80"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+
+
+@pytest.mark.parametrize("opts,why", [
+    (["threads=128"], "JIT option 1"),
+    (["verbose=1"], "JIT option 12 = 1"),
+])
+def test_options_taskcache_cannot_reproduce_go_to_the_driver(tmp_path, ptx, opts, why):
+    run = Run(tmp_path)
+    p = run("linked", "loadex", ptx, *opts)
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadDataEx")] == ["PTX"]
+    assert any(why in l and "passed to the driver" in l for l in p.log), p.log
+
+
+def test_binaries_and_bad_ptx_go_to_the_driver(tmp_path, ptx):
+    run = Run(tmp_path)
+    cubin = tmp_path / "k.cubin"
+    build(ptx, cubin, None)
+    p = run("dlsym", "load", cubin)
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
+    assert p.log == []  # not even looked at
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90\nFAKE_INVALID\n")
+    p = run("dlsym", "loadex", bad, "logs=1", check=False)
+    assert p.returncode == 1
+    assert "result 218" in p.stdout  # the driver's own error
+    assert "error ptxas application ptx input, line 1; fatal   : fake parse error" in p.stdout
+    assert any("passed to the driver: TC_ERR_PARSE" in l for l in p.log), p.log
+
+
+def test_off_switch_measure_mode_and_no_taskcache(tmp_path, ptx):
+    run = Run(tmp_path)
+    p = run("proc2", "load", ptx, env={"TASKCACHE_INTERCEPT": "0"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert p.log == []
+    # measure: the driver compiles, the log says how long it took
+    for action in ("load", "link"):
+        p = run("proc2", action, ptx, env={"TASKCACHE_INTERCEPT": "measure"})
+        assert any(l.split()[3] == "PTX" if l.startswith("cuLinkAddData") else
+                   l.split()[1] == "PTX" for l in p.fake if l.startswith(("cuModuleLoadData",
+                                                                          "cuLinkAddData")))
+        assert any("the driver compiled" in l for l in p.log), p.log
+    p = run("proc2", "load", ptx, under_taskcache=False)
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+
+
+def test_threads_and_fork(tmp_path, ptx):
+    run = Run(tmp_path)
+    others = []
+    for k in range(4):
+        others.append(nvcc_ptx(KERNELS.replace("k", f"t{k}k"), tmp_path / f"t{k}.ptx"))
+    p = run("dlsym", "threads", 8, *others)
+    assert "failures 0" in p.stdout
+    loads = [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")]
+    assert loads == ["ELF"] * 32
+    p = run("dlsym", "fork", ptx)
+    assert "child 0" in p.stdout
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"] * 2
+
+
+def test_run_command_line(tmp_path):
+    p = subprocess.run([TASKCACHE, "run"], capture_output=True, text=True)
+    assert p.returncode == 2 and "no command to run" in p.stderr
+    p = subprocess.run([TASKCACHE, "run", "--", str(tmp_path / "missing")], capture_output=True,
+                       text=True)
+    assert p.returncode == 127 and "cannot run" in p.stderr
+    # the library goes first in LD_PRELOAD (an empty stand-in here: the
+    # loader skips it with a message, and sh runs as it would)
+    lib = tmp_path / "libtaskcache_intercept.so"
+    lib.write_bytes(b"")
+    p = subprocess.run([TASKCACHE, "run", "--", "sh", "-c", "echo $LD_PRELOAD; exit 3"],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, LD_PRELOAD="/x.so", TASKCACHE_INTERCEPT_LIB=str(lib)))
+    assert p.returncode == 3
+    assert p.stdout.strip() == f"{lib}:/x.so", p.stdout
+    p = subprocess.run([TASKCACHE, "help", "run"], capture_output=True, text=True)
+    assert p.returncode == 0 and "Quadrants" in p.stdout

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""intercept_check.py -- `taskcache run` with real JITs on a GPU machine.
+
+For each JIT that hands PTX to the CUDA driver, fresh processes with and
+without `taskcache run`, the same inputs, results hashed:
+
+  quadrants  one kernel of N top-level loops (N offloaded tasks, default 200):
+             first call cold (empty Quadrants and driver caches), warm, and
+             after editing one loop, each with and without taskcache, three
+             times (medians); the time the driver (TASKCACHE_INTERCEPT=measure)
+             or taskcache spends turning PTX into machine code, from the log
+  cupy       a RawModule of 24 kernels compiled by NVRTC to PTX
+             (CUPY_CUDA_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
+  numba      numba-cuda kernels (NVVM -> PTX -> the driver's linker)
+
+Results must be identical with and without taskcache; a second process
+under taskcache must compile nothing. Prints a table last and writes
+OUT/intercept.json. Exit status 0 when every check holds, 1 otherwise, 2 when
+a JIT is missing (reported, not failed: --need NAME to make it fail).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+# ---- the JIT programs (each run in a fresh process) ---------------------------------------
+
+QUADRANTS = r'''
+import hashlib, importlib.util, json, sys, time
+t_import = time.time()
+import numpy as np
+import quadrants as qd
+kernel_path, cache_dir, ntasks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+qd.init(arch=qd.cuda, offline_cache=cache_dir != "-", **({"offline_cache_file_path": cache_dir} if cache_dir != "-" else {}))
+spec = importlib.util.spec_from_file_location("kern", kernel_path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+n = 4096
+a = qd.ndarray(qd.f32, (ntasks * n,))
+a.from_numpy(np.linspace(-1, 1, ntasks * n, dtype=np.float32))
+t0 = time.time()
+mod.step(a, n)
+qd.sync()
+first = time.time() - t0
+print(json.dumps({"first_call": first, "hash": hashlib.sha256(a.to_numpy().tobytes()).hexdigest()}))
+'''
+
+CUPY = r'''
+import hashlib, json, sys, time
+import cupy as cp
+src = "\n".join(
+    f'extern "C" __global__ void k{i}(float *x, int n) {{ int t = blockIdx.x * blockDim.x + threadIdx.x;'
+    f' if (t < n) x[t] = x[t] * {1.0 + i * 0.01}f + sinf(x[t]) * {i % 5 + 1}.0f; }}'
+    for i in range(24))
+t0 = time.time()
+mod = cp.RawModule(code=src)
+x = cp.linspace(-1, 1, 1 << 16, dtype=cp.float32)
+for i in range(24):
+    mod.get_function(f"k{i}")((256,), (256,), (x, cp.int32(x.size)))
+cp.cuda.Device().synchronize()
+print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.get().tobytes()).hexdigest()}))
+'''
+
+NUMBA = r'''
+import hashlib, json, math, sys, time
+import numpy as np
+from numba import cuda
+@cuda.jit
+def scale(x, f):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] * f + math.sin(x[i])
+@cuda.jit
+def square(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] * x[i] - 0.25
+t0 = time.time()
+x = cuda.to_device(np.linspace(-1, 1, 1 << 16).astype(np.float32))
+scale[256, 256](x, np.float32(1.5))
+square[256, 256](x)
+cuda.synchronize()
+print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.copy_to_host().tobytes()).hexdigest()}))
+'''
+
+
+def quadrants_kernel(ntasks, edit=-1):
+    lines = ["import quadrants as qd", "", "",
+             "@qd.kernel",
+             "def step(a: qd.types.NDArray[qd.f32, 1], n: int) -> None:"]
+    for t in range(ntasks):
+        c = 1.0 + 0.001 * t + (0.5 if t == edit else 0.0)
+        lines.append("    for i in range(n):")
+        lines.append(f"        a[{t} * n + i] = a[{t} * n + i] * {c!r} + qd.sin(a[{t} * n + i]) "
+                     f"* {t % 7 + 1}.0")
+    return "\n".join(lines) + "\n"
+
+
+# ---- running ------------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args):
+        self.a = args
+        self.work = tempfile.mkdtemp(prefix="intercept-check-")
+        self.programs = {}
+        for name, text in (("quadrants", QUADRANTS), ("cupy", CUPY), ("numba", NUMBA)):
+            p = os.path.join(self.work, name + "_prog.py")
+            with open(p, "w") as f:
+                f.write(textwrap.dedent(text))
+            self.programs[name] = p
+
+    def run(self, prog, argv, taskcache=False, tc_cache=None, env=None, measure=False):
+        """One fresh process: its JSON line, what the log says, wall time."""
+        log = os.path.join(self.work, "tc-%d.log" % time.monotonic_ns())
+        cmd = [sys.executable, self.programs[prog], *map(str, argv)]
+        e = dict(os.environ)
+        e.update(env or {})
+        if taskcache or measure:
+            cmd = [self.a.taskcache, "run", "--log", log, *(["--cache-dir", tc_cache] if tc_cache else []),
+                   "--", *cmd]
+            if measure:
+                e["TASKCACHE_INTERCEPT"] = "measure"
+        t0 = time.time()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=900)
+        wall = time.time() - t0
+        out = None
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                out = json.loads(line)
+        lines = open(log).read().splitlines() if os.path.exists(log) else []
+        if p.returncode != 0 or out is None:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n"
+                               f"{p.stderr[-4000:]}")
+        out["wall"] = wall
+        out["log"] = lines
+        out["ptx_seconds"] = sum(float(m.group(1)) for l in lines
+                                 for m in [re.search(r"(?:in|,) ([0-9.]+) s(?: \(|$)", l)] if m)
+        out["compiled"] = sum(int(m.group(1)) for l in lines
+                              for m in [re.search(r"(\d+) compiled", l)] if m)
+        out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
+        return out
+
+
+def fresh(runner, name):
+    d = os.path.join(runner.work, name + "-%d" % time.monotonic_ns())
+    os.makedirs(d)
+    return d
+
+
+def check_quadrants(runner, rows, problems):
+    ntasks = runner.a.tasks
+    kern = os.path.join(runner.work, "kern.py")
+    kern_edit = os.path.join(runner.work, "kern_edit.py")
+    with open(kern, "w") as f:
+        f.write(quadrants_kernel(ntasks))
+    with open(kern_edit, "w") as f:
+        f.write(quadrants_kernel(ntasks, edit=ntasks // 3))
+    res = {}
+    # driver: plain processes (no interceptor); measure: the interceptor in
+    # measure mode, for the driver's PTX time; taskcache: under taskcache run
+    for mode in ("driver", "measure", "taskcache"):
+        for rep in range(runner.a.reps if mode != "measure" else 1):
+            qd_cache, cuda_cache = fresh(runner, "qd"), fresh(runner, "cuda")
+            tc_cache = fresh(runner, "tc")
+            env = {"CUDA_CACHE_PATH": cuda_cache}
+            kw = dict(taskcache=mode == "taskcache", measure=mode == "measure",
+                      tc_cache=tc_cache, env=env)
+            for scen, path in (("cold", kern), ("warm", kern), ("edit", kern_edit)):
+                r = runner.run("quadrants", [path, qd_cache, ntasks], **kw)
+                res.setdefault((mode, scen), []).append(r)
+            # Quadrants' own cache off, the driver's (or taskcache's) warm
+            r = runner.run("quadrants", [kern, "-", ntasks], **kw)
+            res.setdefault((mode, "no-qd-cache"), []).append(r)
+    for scen in ("cold", "warm", "edit", "no-qd-cache"):
+        d, t = res[("driver", scen)], res[("taskcache", scen)]
+        md = statistics.median(x["first_call"] for x in d)
+        mt = statistics.median(x["first_call"] for x in t)
+        pd = statistics.median(x["ptx_seconds"] for x in res[("measure", scen)])
+        pt = statistics.median(x["ptx_seconds"] for x in t)
+        rows.append((f"quadrants {ntasks} tasks: {scen}", f"{md:.2f} s", f"{mt:.2f} s",
+                     f"{md / mt:.2f}x" if mt else "-", f"{pd:.3f} s", f"{pt:.3f} s"))
+        hashes = {x["hash"] for x in d + t + res[("measure", scen)]}
+        if len(hashes) != 1:
+            problems.append(f"quadrants {scen}: results differ with taskcache ({len(hashes)} hashes)")
+        passed = [l for x in t for l in x["passed"]]
+        if passed:
+            problems.append(f"quadrants {scen}: calls passed to the driver: {passed[:2]}")
+    return {f"{m}/{s}": [{k: v for k, v in x.items() if k != "log"} for x in xs]
+            for (m, s), xs in res.items()}
+
+
+def check_simple(runner, name, rows, problems, env=None):
+    env = dict(env or {})
+    base = runner.run(name, [], env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    tc_cache = fresh(runner, "tc")
+    first = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
+                       env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    second = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
+                        env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    ok_hash = base["hash"] == first["hash"] == second["hash"]
+    built = [l for l in first["log"] if "built with taskcache" in l]
+    rows.append((f"{name}: first call", f"{base['first_call']:.2f} s", f"{first['first_call']:.2f} s",
+                 f"{base['first_call'] / first['first_call']:.2f}x", "-",
+                 f"compiled {first['compiled']}, then {second['compiled']}"))
+    if not ok_hash:
+        problems.append(f"{name}: results differ with taskcache")
+    if not built:
+        problems.append(f"{name}: nothing was built by taskcache: {first['log'][:3]}")
+    if second["compiled"] != 0:
+        problems.append(f"{name}: a second process compiled {second['compiled']} units")
+    return {"base": base, "first": first, "second": second}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--taskcache", required=True)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--tasks", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--skip", default="")
+    ap.add_argument("--need", default="", help="JITs whose absence is a failure")
+    a = ap.parse_args()
+    runner = Runner(a)
+    rows, problems, missing, doc = [], [], [], {}
+    skip = set(filter(None, a.skip.split(",")))
+    need = set(filter(None, a.need.split(",")))
+    for name, module in (("quadrants", "quadrants"), ("cupy", "cupy"), ("numba", "numba.cuda")):
+        if name in skip:
+            continue
+        try:
+            __import__(module)
+        except Exception as e:  # the JIT is not installed here
+            missing.append(f"{name} ({type(e).__name__}: {e})")
+            continue
+        print(f"[intercept] {name} ...", flush=True)
+        try:
+            if name == "quadrants":
+                doc[name] = check_quadrants(runner, rows, problems)
+            else:
+                env = {"CUPY_CUDA_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
+                doc[name] = check_simple(runner, name, rows, problems, env)
+        except Exception as e:
+            problems.append(f"{name}: {e}")
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "intercept.json"), "w") as f:
+        json.dump({"rows": rows, "problems": problems, "missing": missing, "runs": doc}, f,
+                  indent=1, default=str)
+    print("\n== taskcache run: first call in fresh processes (medians), and the time spent "
+          "turning PTX into machine code")
+    print(f"{'scenario':<34} {'driver':>9} {'taskcache':>10} {'speedup':>8} {'PTX: driver':>12} "
+          f"{'PTX: taskcache':>15}")
+    for r in rows:
+        print(f"{r[0]:<34} {r[1]:>9} {r[2]:>10} {r[3]:>8} {r[4]:>12} {r[5]:>15}")
+    for m in missing:
+        print(f"   not installed: {m}")
+    for p in problems:
+        print(f"   PROBLEM: {p}")
+    shutil.rmtree(runner.work, ignore_errors=True)
+    if problems or any(m.split()[0] in need for m in missing):
+        return 1
+    return 2 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+/* jit_client: a stand-in for a JIT that hands PTX to the CUDA driver, to
+ * test the interceptor on every path a program reaches the driver by.
+ *
+ *   jit_client PATH ACTION FILE... [OPTION=VALUE...]
+ *
+ * PATH: how it finds the driver's functions
+ *   linked   calls them directly (linked against libcuda)
+ *   dlsym    dlopen("libcuda.so.1") + dlsym
+ *   proc1    cuGetProcAddress (first version), asking for CUDA 12.8
+ *   proc2    cuGetProcAddress_v2, asking for CUDA 12.8
+ *   proc-old cuGetProcAddress asking for CUDA 5.5 (the first link functions)
+ * ACTION
+ *   load FILE         cuModuleLoadData
+ *   loadex FILE       cuModuleLoadDataEx with the options
+ *   library FILE      cuLibraryLoadData with the options (and the library
+ *                     option CU_LIBRARY_BINARY_IS_PRESERVED)
+ *   link FILE...      cuLinkCreate with the options, cuLinkAddData per file
+ *                     (PTX or cubin by content), cuLinkComplete, cuLinkDestroy
+ *   linkfile FILE     the same with cuLinkAddFile
+ *   threads N FILE... N threads, each loading every FILE with cuModuleLoadData
+ *   fork FILE         loads FILE, forks; the child loads it again
+ * OPTION: maxreg opt lineinfo target threads verbose cache (JIT options with
+ * that value), logs=1 (info and error log buffers and the wall time).
+ *
+ * Prints "result N" per driver call that fails or the last one, and with
+ * logs=1 "info <text>", "error <text>", "wall <ms>"; exits 0 when every call
+ * succeeded. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "intercept/cuda_abi.h"
+
+CUresult cuModuleLoadData(CUmodule *m, const void *image);
+CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *o,
+                            void **v);
+CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *o, void **v, unsigned n,
+                           CUlibraryOption *lo, void **lv, unsigned ln);
+CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, CUlinkState *s);
+CUresult cuLinkAddData_v2(CUlinkState s, CUjitInputType t, void *d, size_t size,
+                          const char *name, unsigned n, CUjit_option *o, void **v);
+CUresult cuLinkAddFile_v2(CUlinkState s, CUjitInputType t, const char *path, unsigned n,
+                          CUjit_option *o, void **v);
+CUresult cuLinkComplete(CUlinkState s, void **cubin, size_t *size);
+CUresult cuLinkDestroy(CUlinkState s);
+
+static struct driver {
+    CUresult (*load)(CUmodule *, const void *);
+    CUresult (*loadex)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
+    CUresult (*library)(CUlibrary *, const void *, CUjit_option *, void **, unsigned,
+                        CUlibraryOption *, void **, unsigned);
+    CUresult (*link_create)(unsigned, CUjit_option *, void **, CUlinkState *);
+    CUresult (*link_add)(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned,
+                         CUjit_option *, void **);
+    CUresult (*link_file)(CUlinkState, CUjitInputType, const char *, unsigned, CUjit_option *,
+                          void **);
+    CUresult (*link_complete)(CUlinkState, void **, size_t *);
+    CUresult (*link_destroy)(CUlinkState);
+} drv;
+
+#define SET(field, p) memcpy(&drv.field, &(p), sizeof(void *))
+
+static void *by_proc(void *get, int v2, const char *name, int version)
+{
+    void *p = NULL;
+    CUresult rc;
+    if (v2) {
+        CUresult (*g)(const char *, void **, int, cuuint64_t, int *);
+        memcpy(&g, &get, sizeof get);
+        int status;
+        rc = g(name, &p, version, 0, &status);
+    } else {
+        CUresult (*g)(const char *, void **, int, cuuint64_t);
+        memcpy(&g, &get, sizeof get);
+        rc = g(name, &p, version, 0);
+    }
+    return rc == CUDA_SUCCESS ? p : NULL;
+}
+
+static int find_driver(const char *path)
+{
+    if (!strcmp(path, "linked")) {
+        drv.load = cuModuleLoadData;
+        drv.loadex = cuModuleLoadDataEx;
+        drv.library = cuLibraryLoadData;
+        drv.link_create = cuLinkCreate_v2;
+        drv.link_add = cuLinkAddData_v2;
+        drv.link_file = cuLinkAddFile_v2;
+        drv.link_complete = cuLinkComplete;
+        drv.link_destroy = cuLinkDestroy;
+        return 0;
+    }
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib)
+        return -1;
+    const char *names[] = {"cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
+                           "cuLinkCreate",     "cuLinkAddData",      "cuLinkAddFile",
+                           "cuLinkComplete",   "cuLinkDestroy"};
+    void *p[8];
+    if (!strcmp(path, "dlsym")) {
+        const char *exact[] = {"cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
+                               "cuLinkCreate_v2",  "cuLinkAddData_v2",   "cuLinkAddFile_v2",
+                               "cuLinkComplete",   "cuLinkDestroy"};
+        for (int i = 0; i < 8; i++)
+            p[i] = dlsym(lib, exact[i]);
+    } else {
+        int v2 = !strcmp(path, "proc2");
+        int version = !strcmp(path, "proc-old") ? 5050 : 12080;
+        void *get = dlsym(lib, v2 ? "cuGetProcAddress_v2" : "cuGetProcAddress");
+        if (!get)
+            return -1;
+        for (int i = 0; i < 8; i++)
+            p[i] = by_proc(get, v2, names[i], version);
+    }
+    SET(load, p[0]);
+    SET(loadex, p[1]);
+    SET(library, p[2]);
+    SET(link_create, p[3]);
+    SET(link_add, p[4]);
+    SET(link_file, p[5]);
+    SET(link_complete, p[6]);
+    SET(link_destroy, p[7]);
+    for (int i = 0; i < 8; i++)
+        if (!p[i])
+            return -1;
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *d = malloc((size_t)n + 1);
+    if (d && fread(d, 1, (size_t)n, f) != (size_t)n) {
+        free(d);
+        d = NULL;
+    }
+    fclose(f);
+    if (d) {
+        d[n] = '\0';
+        *len = (size_t)n;
+    }
+    return d;
+}
+
+/* JIT options from OPTION=VALUE arguments. */
+typedef struct opts {
+    CUjit_option o[16];
+    void *v[16];
+    unsigned n;
+    int logs, info_at, error_at, wall_at;
+    char info[4096], error[4096];
+} opts;
+
+static void parse_options(opts *x, int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        CUjit_option o;
+    } known[] = {{"maxreg", CU_JIT_MAX_REGISTERS},     {"opt", CU_JIT_OPTIMIZATION_LEVEL},
+                 {"lineinfo", CU_JIT_GENERATE_LINE_INFO}, {"target", CU_JIT_TARGET},
+                 {"threads", CU_JIT_THREADS_PER_BLOCK}, {"verbose", CU_JIT_LOG_VERBOSE},
+                 {"cache", CU_JIT_CACHE_MODE},          {"fma", CU_JIT_FMA}};
+    memset(x, 0, sizeof *x);
+    for (int i = 0; i < argc; i++) {
+        char *eq = strchr(argv[i], '=');
+        if (!eq)
+            continue;
+        unsigned long val = strtoul(eq + 1, NULL, 0);
+        if (!strncmp(argv[i], "logs=", 5)) {
+            x->logs = 1;
+            continue;
+        }
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            if (!strncmp(argv[i], known[k].name, (size_t)(eq - argv[i])) &&
+                strlen(known[k].name) == (size_t)(eq - argv[i])) {
+                x->o[x->n] = known[k].o;
+                x->v[x->n++] = (void *)(uintptr_t)val;
+            }
+    }
+    if (x->logs) {
+        x->o[x->n] = CU_JIT_INFO_LOG_BUFFER;
+        x->v[x->n++] = x->info;
+        x->info_at = (int)x->n;
+        x->o[x->n] = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
+        x->v[x->n++] = (void *)(uintptr_t)sizeof x->info;
+        x->o[x->n] = CU_JIT_ERROR_LOG_BUFFER;
+        x->v[x->n++] = x->error;
+        x->error_at = (int)x->n;
+        x->o[x->n] = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+        x->v[x->n++] = (void *)(uintptr_t)sizeof x->error;
+        x->wall_at = (int)x->n;
+        x->o[x->n] = CU_JIT_WALL_TIME;
+        x->v[x->n++] = NULL;
+        strcpy(x->info, "(untouched)");
+        strcpy(x->error, "(untouched)");
+    }
+}
+
+static void print_logs(const opts *x)
+{
+    if (!x->logs)
+        return;
+    float ms;
+    memcpy(&ms, &x->v[x->wall_at], sizeof ms);
+    printf("info %s\nerror %s\nwall %.3f\n", x->info, x->error, ms);
+}
+
+static int failures;
+
+static CUresult check(CUresult rc)
+{
+    printf("result %d\n", rc);
+    failures += rc != CUDA_SUCCESS;
+    return rc;
+}
+
+static void *load_all(void *arg)
+{
+    char **files = arg;
+    for (; *files; files++) {
+        size_t len;
+        char *d = read_file(*files, &len);
+        CUmodule m;
+        if (!d || drv.load(&m, d) != CUDA_SUCCESS)
+            __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+        free(d);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: jit_client PATH ACTION FILE... [OPTION=VALUE...]\n");
+        return 2;
+    }
+    if (find_driver(argv[1]) != 0) {
+        fprintf(stderr, "jit_client: cannot find the driver's functions by %s\n", argv[1]);
+        return 2;
+    }
+    const char *action = argv[2];
+    opts x;
+    parse_options(&x, argc - 3, argv + 3);
+    size_t len;
+    if (!strcmp(action, "load") || !strcmp(action, "loadex") || !strcmp(action, "library")) {
+        char *d = read_file(argv[3], &len);
+        if (!d)
+            return 2;
+        CUmodule m;
+        CUlibrary l;
+        CUlibraryOption lo = CU_LIBRARY_BINARY_IS_PRESERVED;
+        void *lv = (void *)(uintptr_t)1;
+        if (!strcmp(action, "load"))
+            check(drv.load(&m, d));
+        else if (!strcmp(action, "loadex"))
+            check(drv.loadex(&m, d, x.n, x.o, x.v));
+        else
+            check(drv.library(&l, d, x.o, x.v, x.n, &lo, &lv, 1));
+        print_logs(&x);
+        free(d);
+    } else if (!strcmp(action, "link") || !strcmp(action, "linkfile")) {
+        CUlinkState s;
+        if (check(drv.link_create(x.n, x.o, x.v, &s)) != CUDA_SUCCESS)
+            return 1;
+        for (int i = 3; i < argc && !strchr(argv[i], '='); i++) {
+            char *d = read_file(argv[i], &len);
+            if (!d)
+                return 2;
+            CUjitInputType t = d[0] == 0x7f ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
+            if (!strcmp(action, "link"))
+                check(drv.link_add(s, t, d, t == CU_JIT_INPUT_PTX ? len + 1 : len, argv[i], 0,
+                                   NULL, NULL));
+            else
+                check(drv.link_file(s, t, argv[i], 0, NULL, NULL));
+            free(d);
+        }
+        void *cubin;
+        size_t size;
+        if (check(drv.link_complete(s, &cubin, &size)) == CUDA_SUCCESS) {
+            printf("image %zu %s\n", size, ((char *)cubin)[0] == 0x7f ? "ELF" : "OTHER");
+            CUmodule m; /* what a JIT does next: load the linked image */
+            check(drv.load(&m, cubin));
+        }
+        print_logs(&x);
+        check(drv.link_destroy(s));
+    } else if (!strcmp(action, "threads")) {
+        int n = atoi(argv[3]);
+        pthread_t t[64];
+        for (int i = 0; i < n && i < 64; i++)
+            pthread_create(&t[i], NULL, load_all, argv + 4);
+        for (int i = 0; i < n && i < 64; i++)
+            pthread_join(t[i], NULL);
+        printf("threads %d failures %d\n", n, failures);
+    } else if (!strcmp(action, "fork")) {
+        char *files[] = {argv[3], NULL};
+        load_all(files);
+        pid_t pid = fork();
+        if (pid == 0) {
+            load_all(files);
+            _exit(failures ? 1 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        printf("child %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        failures += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    } else {
+        fprintf(stderr, "jit_client: unknown action %s\n", action);
+        return 2;
+    }
+    return failures ? 1 : 0;
+}
