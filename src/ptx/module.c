@@ -316,11 +316,14 @@ static void parse_section(parser *p, tc_tok first)
     tc_ptx_stmt *st = new_stmt(p, TC_STMT_SECTION, &first);
     if (!st)
         return;
-    whole(p->m, "debug sections (.section at line %u, from -G) refer to labels across "
-                "all functions", first.line);
     advance(p);
     if (expect_kind(p, TK_IDENT, "a section name after .section"))
         return;
+    /* nvcc -G writes .debug_info and the like; -lineinfo, where functions
+     * were inlined, .debug_str for the inlined functions' names */
+    whole(p->m, "debug sections (%.*s at line %u, from -G or from -lineinfo with inlined "
+                "functions) refer to labels across all functions",
+          (int)(p->tok.len > 32 ? 32 : p->tok.len), p->tok.p, first.line);
     advance(p);
     if (!tc_tok_punct(&p->tok, '{')) {
         fail(p, p->tok.line, "expected '{' after the .section name");

@@ -42,6 +42,12 @@ def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
     assert sizes[0] == sizes[1]  # the same code (the tool notes name the command line)
 
 
+def test_lineinfo_with_inlining_is_named_in_the_note(tmp_path):
+    p = build(os.path.join(corpus_dir(), "helpers.lineinfo.ptx"), tmp_path / "a.cubin", None)
+    assert ("note: compiled whole, not split: debug sections (.debug_str at line" in p.stderr
+            and "from -lineinfo with inlined functions" in p.stderr), p.stderr
+
+
 def test_no_split_switch(tmp_path):
     src = os.path.join(corpus_dir(), "helpers.ptx")
     p = build(src, tmp_path / "w.cubin", None, "--no-split")
