@@ -12,7 +12,8 @@
 #include "cli/run.h"
 
 const char tc_cli_usage_run[] =
-    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--] CMD [ARGS...]\n"
+    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--whole-program-units] [--]\n"
+    "                     CMD [ARGS...]\n"
     "\n"
     "Runs CMD with taskcache standing in for the CUDA driver's PTX compiler: PTX\n"
     "the program hands to cuModuleLoadData(Ex), cuLibraryLoadData or a link with\n"
@@ -30,6 +31,7 @@ const char tc_cli_usage_run[] =
     "  --cache-dir DIR   the cache (else $TASKCACHE_DIR, ~/.cache/taskcache)\n"
     "  --log FILE        one line per driver call taken or passed on, and why\n"
     "  -v                the same on standard error\n"
+    "  --whole-program-units  as for taskcache build (TASKCACHE_UNIT_CODE=whole-program)\n"
     "\n"
     "TASKCACHE_INTERCEPT=0 turns the interceptor off inside a running program, and\n"
     "TASKCACHE_INTERCEPT=measure lets the driver compile and logs how long it took;\n"
@@ -80,6 +82,8 @@ int tc_cli_run(int argc, char **argv)
             setenv("TASKCACHE_DIR", a + 12, 1);
         } else if (!strncmp(a, "--log=", 6)) {
             setenv("TASKCACHE_LOG", a + 6, 1);
+        } else if (!strcmp(a, "--whole-program-units")) {
+            setenv("TASKCACHE_UNIT_CODE", "whole-program", 1);
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             setenv("TASKCACHE_LOG", "/dev/stderr", 1);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

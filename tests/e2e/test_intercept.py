@@ -153,6 +153,13 @@ def test_jit_options_map_to_build_options(tmp_path, ptx, opts, mapped):
     assert float(out["wall"]) > 0
 
 
+def test_whole_program_units(tmp_path, ptx):
+    run = Run(tmp_path)
+    p = run("proc2", "load", ptx, env={"TASKCACHE_UNIT_CODE": "whole-program"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
+    assert run.last_cubin() == reference(ptx, tmp_path, "--whole-program-units")
+
+
 def test_the_target_option_chooses_the_architecture(tmp_path, ptx):
     older = tmp_path / "sm80.ptx"
     older.write_text(open(ptx).read().replace(".target sm_90", ".target sm_80"))

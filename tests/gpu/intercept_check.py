@@ -13,8 +13,9 @@ without `taskcache run`, the same inputs, results hashed:
              (CUPY_CUDA_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
   numba      numba-cuda kernels (NVVM -> PTX -> the driver's linker)
 
-Results must be identical with and without taskcache; a second process
-under taskcache must compile nothing. Prints a table last and writes
+Results must be identical with and without taskcache, also with
+--whole-program-units; a second process under taskcache must compile
+nothing. Prints a table last and writes
 OUT/intercept.json. Exit status 0 when every check holds, 1 otherwise, 2 when
 a JIT is missing (reported, not failed: --need NAME to make it fail).
 """
@@ -118,7 +119,8 @@ class Runner:
                 f.write(textwrap.dedent(text))
             self.programs[name] = p
 
-    def run(self, prog, argv, taskcache=False, tc_cache=None, env=None, measure=False):
+    def run(self, prog, argv, taskcache=False, tc_cache=None, env=None, measure=False,
+            ewp=False):
         """One fresh process: its JSON line, what the log says, wall time."""
         log = os.path.join(self.work, "tc-%d.log" % time.monotonic_ns())
         cmd = [sys.executable, self.programs[prog], *map(str, argv)]
@@ -126,7 +128,7 @@ class Runner:
         e.update(env or {})
         if taskcache or measure:
             cmd = [self.a.taskcache, "run", "--log", log, *(["--cache-dir", tc_cache] if tc_cache else []),
-                   "--", *cmd]
+                   *(["--whole-program-units"] if ewp else []), "--", *cmd]
             if measure:
                 e["TASKCACHE_INTERCEPT"] = "measure"
         t0 = time.time()
@@ -167,13 +169,14 @@ def check_quadrants(runner, rows, problems):
     res = {}
     # driver: plain processes (no interceptor); measure: the interceptor in
     # measure mode, for the driver's PTX time; taskcache: under taskcache run
-    for mode in ("driver", "measure", "taskcache"):
-        for rep in range(runner.a.reps if mode != "measure" else 1):
+    # taskcache-ewp: whole-program units, for the identity of results only
+    for mode in ("driver", "measure", "taskcache", "taskcache-ewp"):
+        for rep in range(runner.a.reps if mode in ("driver", "taskcache") else 1):
             qd_cache, cuda_cache = fresh(runner, "qd"), fresh(runner, "cuda")
             tc_cache = fresh(runner, "tc")
             env = {"CUDA_CACHE_PATH": cuda_cache}
-            kw = dict(taskcache=mode == "taskcache", measure=mode == "measure",
-                      tc_cache=tc_cache, env=env)
+            kw = dict(taskcache=mode.startswith("taskcache"), measure=mode == "measure",
+                      ewp=mode == "taskcache-ewp", tc_cache=tc_cache, env=env)
             for scen, path in (("cold", kern), ("warm", kern), ("edit", kern_edit)):
                 r = runner.run("quadrants", [path, qd_cache, ntasks], **kw)
                 res.setdefault((mode, scen), []).append(r)
@@ -188,10 +191,10 @@ def check_quadrants(runner, rows, problems):
         pt = statistics.median(x["ptx_seconds"] for x in t)
         rows.append((f"quadrants {ntasks} tasks: {scen}", f"{md:.2f} s", f"{mt:.2f} s",
                      f"{md / mt:.2f}x" if mt else "-", f"{pd:.3f} s", f"{pt:.3f} s"))
-        hashes = {x["hash"] for x in d + t + res[("measure", scen)]}
+        hashes = {x["hash"] for x in d + t + res[("measure", scen)] + res[("taskcache-ewp", scen)]}
         if len(hashes) != 1:
             problems.append(f"quadrants {scen}: results differ with taskcache ({len(hashes)} hashes)")
-        passed = [l for x in t for l in x["passed"]]
+        passed = [l for x in t + res[("taskcache-ewp", scen)] for l in x["passed"]]
         if passed:
             problems.append(f"quadrants {scen}: calls passed to the driver: {passed[:2]}")
     return {f"{m}/{s}": [{k: v for k, v in x.items() if k != "log"} for x in xs]
@@ -206,7 +209,9 @@ def check_simple(runner, name, rows, problems, env=None):
                        env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
     second = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
                         env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
-    ok_hash = base["hash"] == first["hash"] == second["hash"]
+    ewp = runner.run(name, [], taskcache=True, tc_cache=fresh(runner, "tc"), ewp=True,
+                     env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    ok_hash = base["hash"] == first["hash"] == second["hash"] == ewp["hash"]
     built = [l for l in first["log"] if "built with taskcache" in l]
     rows.append((f"{name}: first call", f"{base['first_call']:.2f} s", f"{first['first_call']:.2f} s",
                  f"{base['first_call'] / first['first_call']:.2f}x", "-",
@@ -217,7 +222,7 @@ def check_simple(runner, name, rows, problems, env=None):
         problems.append(f"{name}: nothing was built by taskcache: {first['log'][:3]}")
     if second["compiled"] != 0:
         problems.append(f"{name}: a second process compiled {second['compiled']} units")
-    return {"base": base, "first": first, "second": second}
+    return {"base": base, "first": first, "second": second, "whole_program_units": ewp}
 
 
 def main():
