@@ -152,7 +152,7 @@ static void test_whole_reasons(void)
     tc_ptx_module m;
     tc_ptx_error err;
     CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
-    CHECK_CONTAINS(m.whole_reason, ".section at line 4");
+    CHECK_CONTAINS(m.whole_reason, "debug sections (.debug_str at line 4, from -G or from -lineinfo");
     tc_ptx_module_free(&m);
 }
 
