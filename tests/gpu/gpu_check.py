@@ -996,7 +996,8 @@ def cmd_summary(args):
         rows.append(("(a) bitwise identity, all", ("DRY" if args.dry_run else "PASS")
                      if npass == n else "FAIL",
                      f"{npass}/{n} module variants: whole ptxas = taskcache cold = warm = edit = "
-                     f"cold --compiler ptxas = cold whole-program units"))
+                     f"cold --compiler ptxas = cold whole-program units, each also with "
+                     f"--unit-cost 1"))
     sass = load(os.path.join(w, "sass.json"))
     if sass is None:
         if "sass" not in quiet:
