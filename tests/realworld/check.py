@@ -222,7 +222,7 @@ def write_table(path, checked):
             for k in sorted(set(d) | set(e)):
                 base = d.get(k) or e.get(k)
                 dv, ev = d.get(k), e.get(k)
-                f.write("\t".join(str(x) for x in (
+                f.write("\t".join(("unknown" if x == 0xFFFFFFFF else str(x)) for x in (
                     m.label, k, base[1], dv[2] if dv else "", ev[2] if ev else "",
                     base[3], dv[4] if dv else "", ev[4] if ev else "")) + "\n")
 

@@ -44,6 +44,7 @@ import os
 import random
 import re
 import sys
+import tempfile
 import time
 
 import ptxitems
@@ -403,6 +404,15 @@ def m_file_directive(items, rng, state):
     return ".file directive added"
 
 
+def m_nul_end(items, rng, state):
+    """The text ends in a NUL and whatever a JIT's buffer held after it, as
+    the driver is handed it (Quadrants' dumps end in "\\0"): the driver
+    reads up to the NUL, so must taskcache, keys included."""
+    junk = rng.choice(["", "\n", "garbage .entry x() { }\n", "\0\0\n"])
+    items.append(ptxitems.Item("\0" + junk))
+    return f"NUL at the end, then {junk!r}"
+
+
 def m_tc_name(items, rng, state):
     pos = first_code_index(items)
     items.insert(pos, ptxitems.Item(f".global .align 4 .u32 $__tc{new_name(state, 'x')};\n"))
@@ -417,6 +427,7 @@ MUTATIONS = [
     (m_shared_behind_pointer, "free"), (m_shadow, "free"),
     (m_fnptr_table, "free"), (m_whitespace, "stable"), (m_whitespace, "stable"),
     (m_dup_internal_constant, "stable"), (m_file_directive, "stable"), (m_tc_name, "stable"),
+    (m_nul_end, "stable"),
 ]
 
 
@@ -433,7 +444,8 @@ def cut(text, rng, limit=MAX_KERNELS):
 
 
 def ptxas_accepts(path, arch):
-    p = rwlib.run([rwlib.PTXAS, f"-arch={arch}", path, "-o", os.devnull])
+    with tempfile.TemporaryDirectory() as d:
+        p = rwlib.run([rwlib.PTXAS, f"-arch={arch}", rwlib.driver_text(path, d), "-o", os.devnull])
     return p.returncode == 0
 
 
@@ -491,8 +503,9 @@ def quick_failures(binary, path, work, key_check, cand_items):
     with open(path, "rb") as f:
         arch = rwlib.arch_of(f.read())
     whole = os.path.join(work, "whole.cubin")
+    ref = rwlib.driver_text(path, work)
     try:
-        rwlib.whole_build(path, whole, arch)
+        rwlib.whole_build(ref, whole, arch)
     except rwlib.BuildError as e:
         return [f"whole-module ptxas failed: {e}"]
     fails = []
@@ -500,7 +513,7 @@ def quick_failures(binary, path, work, key_check, cand_items):
 
     def relocatable():
         if not rel:
-            rel.append(rwlib.relocatable_build(path, os.path.join(work, "relocatable.cubin"), arch))
+            rel.append(rwlib.relocatable_build(ref, os.path.join(work, "relocatable.cubin"), arch))
         return rel[0]
     tc = rwlib.Taskcache(binary, os.path.join(work, "cache"), arch, 1)
     for mode, extra in (("default", []), ("ewp", ["--whole-program-units"])):
@@ -600,7 +613,7 @@ class Fuzzer:
     def iteration(self, rng, seed, it, deadline):
         self.iterations += 1
         module = rng.choice(self.bases)
-        text = module.text().decode("utf-8", "replace")
+        text = module.text().split(b"\0")[0].decode("utf-8", "replace")
         arch = rwlib.arch_of(text.encode())
         base_items = cut(text, rng)
         items = list(base_items)
@@ -615,6 +628,9 @@ class Fuzzer:
                     state["may_change"] = "ALL"
         if not done:
             return
+        # what follows a NUL is not read: keep the NUL mutation's item last
+        items = [it for it in items if not it.text.startswith("\0")] + \
+                [it for it in items if it.text.startswith("\0")][:1]
         d = rwlib.mktemp_dir(f"it{it}-", self.work)
         try:
             base_path = os.path.join(d, "base.ptx")

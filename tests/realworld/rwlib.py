@@ -169,6 +169,21 @@ def relocatable_build(ptx, out, arch):
     return out
 
 
+def driver_text(ptx, work):
+    """The path of the module as the CUDA driver reads it: JITs hand the
+    driver NUL-terminated strings and Quadrants' dumps end in a NUL, which
+    ptxas rejects ("Unexpected EOF"); the references are built from the
+    text before the first NUL, taskcache gets the file as it is."""
+    with open(ptx, "rb") as f:
+        text = f.read()
+    if b"\0" not in text:
+        return ptx
+    out = os.path.join(work, "driver-text.ptx")
+    with open(out, "wb") as f:
+        f.write(text[:text.index(b"\0")])
+    return out
+
+
 def whole_build(ptx, out, arch):
     """The reference: one whole-module ptxas."""
     p = run([PTXAS, f"-arch={arch}", ptx, "-o", out])
@@ -312,6 +327,8 @@ def resources(cubin):
 
 
 def local_bytes(r):
+    """The larger of frame and stack; 0xFFFFFFFF when the linker could not
+    bound the stack (recursion, calls through pointers)."""
     return max(r["frame"], r["stack"])
 
 
@@ -377,8 +394,9 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
         text = f.read()
     arch = arch_of(text)
     whole = os.path.join(work, "whole.cubin")
+    ref = driver_text(ptx, work)
     try:
-        whole_build(ptx, whole, arch)
+        whole_build(ref, whole, arch)
     except BuildError as e:
         res["skipped"] = str(e)
         return res
@@ -387,7 +405,7 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
 
     def relocatable():
         if not rel:
-            rel.append(relocatable_build(ptx, os.path.join(work, "relocatable.cubin"), arch))
+            rel.append(relocatable_build(ref, os.path.join(work, "relocatable.cubin"), arch))
         return rel[0]
     cache = os.path.join(work, "cache")
     tc = Taskcache(binary, cache, arch, jobs)

@@ -5,7 +5,9 @@
 #
 #   tests/realworld/gen/regenerate.sh [GENERATOR...]
 #
-# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton (default: all).
+# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton (default: all),
+# quadrants (only on a machine with a GPU and "pip install quadrants", or
+# with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there).
 # Needs: nvcc (CUDA 13.0) for nvcc-*; clang-19 (apt) for clang-cccl;
 # numba-cuda (pip "numba-cuda[cu13]") for numba; triton (pip) for triton;
 # llm.c sources in $LLMC_DIR, else cloned from GitHub at the pinned commit.
@@ -99,8 +101,34 @@ gen_triton() {
     python3 -c "import triton; print('triton', triton.__version__)" >"$corpus/triton/VERSION"
 }
 
+gen_quadrants() {
+    # Quadrants compiles for CUDA only with a driver: run physics_qd.py on a
+    # GPU machine, then point QUADRANTS_DUMP at the folder it wrote
+    echo "== Quadrants (LLVM NVPTX, needs a GPU)"
+    local dump=${QUADRANTS_DUMP:-}
+    if [ -z "$dump" ]; then
+        dump=$tmp/quadrants
+        mkdir -p "$dump"
+        (cd "$dump" && python3 "$here/quadrants/physics_qd.py" "$dump") ||
+            { echo "regenerate: Quadrants could not compile for CUDA here (no GPU?)"; return 1; }
+    fi
+    # the dumps are numbered in compile order: name them by their kernels
+    for f in "$dump"/quadrants_kernel_nvptx_*.ptx; do
+        local first
+        first=$(grep -a -m1 -o '\.entry [a-z]*' "$f" | cut -d' ' -f2)
+        case $first in
+            runtime) cp "$f" "$tmp/runtime.ptx" ;;
+            init) cp "$f" "$tmp/init.ptx" ;;
+            step) cp "$f" "$tmp/physics_step.ptx" ;;
+        esac
+    done
+    for f in runtime init physics_step; do store quadrants "$tmp/$f.ptx"; done
+    python3 -c "import quadrants; print('quadrants', '.'.join(map(str, quadrants.__version__)))" \
+        | tail -1 >"$corpus/quadrants/VERSION"
+}
+
 gens=("$@")
-[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)
+[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)   # quadrants: on a GPU
 for g in "${gens[@]}"; do
     case $g in
         nvcc-cccl) gen_nvcc_cccl ;;
@@ -108,6 +136,7 @@ for g in "${gens[@]}"; do
         clang-cccl) gen_clang_cccl ;;
         numba) gen_numba ;;
         triton) gen_triton ;;
+        quadrants) gen_quadrants ;;
         *) echo "regenerate: unknown generator $g" >&2; exit 2 ;;
     esac
 done
