@@ -57,6 +57,10 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
 CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size);
 CUresult tc_jit_link_destroy(CUlinkState state);
 
+/* libc_sym.c: a function of the C library, found in its symbol table (the
+ * real dlsym and dlvsym, which the interceptor replaces), or NULL. */
+void *tc_libc_function(const char *name);
+
 /* Whether interception is on for this process (TASKCACHE_INTERCEPT=0 turns
  * it off: every call then goes straight to the driver). */
 int tc_intercept_enabled(void);

@@ -2,14 +2,16 @@
  * every path a program reaches driver functions by:
  *
  * - linked against libcuda: the preloaded library's symbols come first;
- * - dlopen("libcuda.so.1") + dlsym: dlsym itself is replaced, and hands out
- *   the stand-in for a driver function it would have returned;
+ * - dlopen("libcuda.so.1") + dlsym or dlvsym (the CUDA runtime, linked
+ *   statically into CuPy and cuBLAS, uses dlvsym): both are replaced, and
+ *   hand out the stand-in for a driver function they would have returned;
  * - cuGetProcAddress (the CUDA runtime, cuda-python): both of its versions
  *   are replaced, and hand out the stand-in for the version of a function
  *   the program asked for (cuLinkAddData or cuLinkAddData_v2).
  *
  * The real functions come from the real libcuda.so.1 through the real
- * dlsym, so no call of ours ever loops back into a stand-in. */
+ * dlsym, found in the C library's symbol table, so no call of ours ever
+ * loops back into a stand-in. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,17 +27,14 @@ enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
 /* ---- the real dlsym and the real driver ------------------------------------------------ */
 
 static void *(*real_dlsym)(void *, const char *);
+static void *(*real_dlvsym)(void *, const char *, const char *);
 static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 
 static void find_real_dlsym(void)
 {
-    /* dlvsym does not go through dlsym; glibc 2.34 moved dlsym into libc
-     * under a new version, older ones have the first (x86-64, aarch64) */
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
-    for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !real_dlsym; i++) {
-        void *p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-        memcpy(&real_dlsym, &p, sizeof p);
-    }
+    void *p = tc_libc_function("dlsym"), *q = tc_libc_function("dlvsym");
+    memcpy(&real_dlsym, &p, sizeof p);
+    memcpy(&real_dlvsym, &q, sizeof q);
 }
 
 static tc_real_driver real;
@@ -245,21 +244,30 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
     return rc;
 }
 
-/* dlsym: what the real one returns, except that a driver function we stand
- * in for, found in the driver (libcuda), comes back as our stand-in. */
-EXPORT void *dlsym(void *restrict handle, const char *restrict name)
+/* What dlsym or dlvsym found, or our stand-in when it is a driver function
+ * we stand in for, found in the driver (libcuda). */
+static void *swap(void *p, const char *name)
 {
-    pthread_once(&dlsym_once, find_real_dlsym);
-    if (!real_dlsym)
-        return NULL;
-    void *p = real_dlsym(handle, name);
     void *ours;
     Dl_info info;
-    if (!p || !(ours = stand_in_named(name)) || p == ours || !tc_intercept_enabled())
+    if (!p || !name || !(ours = stand_in_named(name)) || p == ours || !tc_intercept_enabled())
         return p;
     if (!dladdr(p, &info) || !info.dli_fname)
         return p;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
     return strncmp(base, "libcuda.so", 10) == 0 ? ours : p;
+}
+
+EXPORT void *dlsym(void *restrict handle, const char *restrict name)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
+    return real_dlsym ? swap(real_dlsym(handle, name), name) : NULL;
+}
+
+EXPORT void *dlvsym(void *restrict handle, const char *restrict name,
+                    const char *restrict version)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
+    return real_dlvsym ? swap(real_dlvsym(handle, name, version), name) : NULL;
 }

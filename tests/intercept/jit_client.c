@@ -6,6 +6,8 @@
  * PATH: how it finds the driver's functions
  *   linked   calls them directly (linked against libcuda)
  *   dlsym    dlopen("libcuda.so.1") + dlsym
+ *   dlvsym   dlopen("libcuda.so.1") + dlvsym (as the CUDA runtime does; the fake's
+ *            functions have the version FAKE_CUDA_1)
  *   proc1    cuGetProcAddress (first version), asking for CUDA 12.8
  *   proc2    cuGetProcAddress_v2, asking for CUDA 12.8
  *   proc-old cuGetProcAddress asking for CUDA 5.5 (the first link functions)
@@ -103,12 +105,12 @@ static int find_driver(const char *path)
                            "cuLinkCreate",     "cuLinkAddData",      "cuLinkAddFile",
                            "cuLinkComplete",   "cuLinkDestroy"};
     void *p[8];
-    if (!strcmp(path, "dlsym")) {
+    if (!strcmp(path, "dlsym") || !strcmp(path, "dlvsym")) {
         const char *exact[] = {"cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
                                "cuLinkCreate_v2",  "cuLinkAddData_v2",   "cuLinkAddFile_v2",
                                "cuLinkComplete",   "cuLinkDestroy"};
         for (int i = 0; i < 8; i++)
-            p[i] = dlsym(lib, exact[i]);
+            p[i] = path[2] == 'v' ? dlvsym(lib, exact[i], "FAKE_CUDA_1") : dlsym(lib, exact[i]);
     } else {
         int v2 = !strcmp(path, "proc2");
         int version = !strcmp(path, "proc-old") ? 5050 : 12080;

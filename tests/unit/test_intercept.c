@@ -155,6 +155,14 @@ static void test_links(void)
     free(c);
 }
 
+/* The real dlsym, found without dlsym (which the interceptor replaces). */
+static void test_libc_function(void)
+{
+    CHECK(tc_libc_function("dlsym") == dlsym(RTLD_DEFAULT, "dlsym"));
+    CHECK(tc_libc_function("dlvsym") == dlsym(RTLD_DEFAULT, "dlvsym"));
+    CHECK(tc_libc_function("no_such_function_anywhere") == NULL);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/taskcache-intercept-XXXXXX";
@@ -165,6 +173,7 @@ int main(void)
     snprintf(cache, sizeof cache, "%s/cache", dir);
     setenv("TASKCACHE_DIR", cache, 1);
     CHECK(tc_intercept_enabled());
+    test_libc_function();
     test_module_loads();
     test_links();
     char cmd[400];
