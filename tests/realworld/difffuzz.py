@@ -300,6 +300,80 @@ def m_fnptr_table(items, rng, state):
     return f"table {tab} holds the address of helper {name} (called directly by {', '.join(callers(items, name))})"
 
 
+def m_indirect_call(items, rng, state):
+    """A new helper that kernels call directly, its address in a .global or
+    .const table, and a new kernel that calls it through the table: the
+    shape of issue 9, item 3."""
+    res = m_add_helper(items, rng, state)
+    if not res:
+        return None
+    helper = res[0]
+    space = rng.choice(["global", "const"])
+    tab, kern = new_name(state, "itab"), new_name(state, "icall")
+    pos = next(k for k, it in enumerate(items) if it.kind == "func" and it.name == helper) + 1
+    items.insert(pos, ptxitems.Item(f"\n.{space} .align 8 .u64 {tab}[2] = {{{helper}, {helper}}};\n"))
+    items.append(ptxitems.Item(
+        f"\n.visible .entry {kern}(.param .u64 out)\n{{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<3>;\n"
+        f"\tld.{space}.u64 %rd1, [{tab}+8];\n\t{{\n\t.reg .b32 %tcfz_ret;\n"
+        f"\t$tcfz_proto: .callprototype (.reg .b32 _) _ ();\n"
+        f"\tcall (%tcfz_ret), %rd1, (), $tcfz_proto;\n\tmov.u32 %r1, %tcfz_ret;\n\t}}\n"
+        f"\tld.param.u64 %rd2, [out];\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}}\n"))
+    state["may_change"] = "ALL"
+    return (f"helper {helper} called by {', '.join(res[1])} and through .{space} table {tab} "
+            f"by new kernel {kern}")
+
+
+def m_alias(items, rng, state):
+    """An .alias of a helper, which one kernel calls instead."""
+    f = [i for i in funcs(items) if [c for c in callers(items, items[i].name)]
+         and not items[i].text.lstrip().startswith(".weak")]
+    if not f:
+        return None
+    i = rng.choice(f)
+    name = items[i].name
+    users = set(callers(items, name))
+    kernels = [k for k, it in enumerate(items) if it.kind == "entry" and it.name in users]
+    if not kernels:
+        return None
+    alias = new_name(state, "alias")
+    items.insert(i + 1, ptxitems.Item(f"\n.alias {alias}, {name};\n"))
+    j = rng.choice([k for k, it in enumerate(items) if it.kind == "entry" and it.name in users])
+    items[j] = ptxitems.Item(ptxitems.rename(items[j].text, name, alias))
+    touch(state, items[j].name)
+    return f".alias {alias} of helper {name}, called by {items[j].name}"
+
+
+def m_param_like_global(items, rng, state):
+    """A kernel parameter renamed to the name of a module-scope variable."""
+    names = [n for n in module_vars(items) if re.match(r"^[A-Za-z_][\w$]*$", n)]
+    e = entries(items)
+    if not names or not e:
+        return None
+    i = rng.choice(e)
+    params = re.findall(r"\.param\s+[^,)]*?\s([\w$]+)\s*(?:\[\d+\])?\s*[,)]", items[i].text.split("{", 1)[0])
+    if not params:
+        return None
+    p = rng.choice(params)
+    name = rng.choice(names)
+    if ptxitems.references(items[i].text, name):
+        return None
+    items[i] = ptxitems.Item(ptxitems.rename(items[i].text, p, name))
+    touch(state, items[i].name)
+    return f"parameter {p} of {items[i].name} renamed to module-scope {name}"
+
+
+def m_weak(items, rng, state):
+    """A .visible kernel, helper or variable made .weak."""
+    cands = [i for i, it in enumerate(items) if it.kind in ("entry", "func", "global")
+             and re.match(r"^\s*\.visible\b", it.text)]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    items[i] = ptxitems.Item(re.sub(r"^(\s*)\.visible\b", r"\1.weak", items[i].text, count=1))
+    state["may_change"] = "ALL"
+    return f"{items[i].name} made .weak"
+
+
 def m_whitespace(items, rng, state):
     fns = [i for i, it in enumerate(items) if it.kind in ("entry", "func") and it.is_definition]
     if not fns:
@@ -427,7 +501,8 @@ MUTATIONS = [
     (m_shared_behind_pointer, "free"), (m_shadow, "free"),
     (m_fnptr_table, "free"), (m_whitespace, "stable"), (m_whitespace, "stable"),
     (m_dup_internal_constant, "stable"), (m_file_directive, "stable"), (m_tc_name, "stable"),
-    (m_nul_end, "stable"),
+    (m_nul_end, "stable"), (m_indirect_call, "free"), (m_alias, "stable"),
+    (m_param_like_global, "stable"), (m_weak, "free"),
 ]
 
 

@@ -147,12 +147,13 @@ class Taskcache:
         return json.loads(p.stdout)
 
     def slice_keys(self, ptx):
-        """kernel name -> slice key (taskcache explain --json)."""
+        """kernel name -> slice key (taskcache explain --json), for the
+        kernels that have one: a module compiled whole has no slices."""
         p = run([self.binary, "explain", ptx, "--arch", self.arch, "--cache-dir", self.cache, "--json"])
         if p.returncode != 0:
             raise BuildError(f"taskcache explain exited {p.returncode}: "
                              f"{p.stderr.decode(errors='replace').strip()[-800:]}")
-        return {e["name"]: e["slice_key"] for e in json.loads(p.stdout)["entries"]}
+        return {e["name"]: e["slice_key"] for e in json.loads(p.stdout)["entries"] if e.get("slice_key")}
 
 
 NVLINK = find_tool("nvlink", env_var="TASKCACHE_NVLINK")
