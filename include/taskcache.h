@@ -140,6 +140,8 @@ typedef struct tc_stats {
     uint64_t module_records, unit_records, task_records, group_records;
     uint64_t disk_bytes;
     uint64_t max_size;                 /* the size limit in bytes */
+    uint64_t stats_skipped;            /* builds whose counts are missing above: another
+                                          process held the statistics' lock */
 } tc_stats;
 
 /* Reads the statistics. Thread-safe. */
@@ -193,7 +195,9 @@ typedef struct tc_gc_report {
 
 /* Cleans the cache now: LRU eviction down to 90% of max_bytes (0: the
  * cache's limit), removal of every record unused for older_than_seconds
- * (< 0: none), of stale temporaries and of links planted in the cache.
+ * (< 0: none), of stale temporaries, of links and special files (FIFOs,
+ * sockets, devices) planted in the cache, and of the scratch directories
+ * ($TMPDIR/taskcache.*) of this user's builds that were killed.
  * A module record never needs the unit records it was built from, so
  * eviction never breaks a hit; anything evicted is rebuilt when needed. */
 TC_API tc_status tc_cache_gc(tc_cache *cache, uint64_t max_bytes, int64_t older_than_seconds,
@@ -286,8 +290,11 @@ TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
  * outlive them. tc_build_tasks checks it before it starts, before each
  * codegen call and each compile, and before it links: once raised, no
  * further codegen or compile starts, those running finish, and the build
- * returns TC_ERR_CANCELLED, having stored nothing. tc_build and tc_explain
- * check it before they start compiling. NULL (the default): none. */
+ * returns TC_ERR_CANCELLED, having stored nothing. tc_build checks it
+ * before it starts compiling and before each compile (units already
+ * compiled stay in the cache: each is correct on its own), tc_explain
+ * before it starts. Either way the build's temporary files are removed.
+ * NULL (the default): none. */
 TC_API tc_status tc_options_set_cancel(tc_options *opts, const volatile sig_atomic_t *flag);
 
 /* Turns splitting off: the module is compiled whole (debugging aid). */
@@ -330,9 +337,12 @@ TC_API tc_status tc_result_status(const tc_result *r);
 /* The linked cubin, or NULL (size 0) when the build failed or for explain. */
 TC_API const void *tc_result_image(const tc_result *r, size_t *size);
 
-/* Writes the image to `path` atomically (temporary file + rename, so a
- * reader never sees a partial cubin). TC_ERR_INVALID when there is no
- * image, TC_ERR_IO when the file cannot be written. */
+/* Writes the image to `path` as compilers write their output: a regular
+ * file (or a new one) atomically (temporary file + rename, so a reader
+ * never sees a partial cubin; through a symbolic link, the file it names
+ * is replaced and the link stays); a device (/dev/null), a FIFO or a file
+ * with other hard links is written in place. TC_ERR_INVALID when there is
+ * no image, TC_ERR_IO when the file cannot be written. */
 TC_API tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *err);
 
 /* Errors, warnings and notes, one per line, in the form

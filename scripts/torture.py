@@ -16,6 +16,9 @@ holder's lease is taken over at once; damaged records of every tier are
 detected, counted and replaced; a full disk, a read-only cache and an
 unusable cache directory never fail a build and warn once; a size limit
 holds, also with concurrent cleanups, without trimming below its target;
+FIFOs planted anywhere, held locks, decompression bombs and sparse files of
+gigabytes never stop, slow or bloat a build, and `taskcache clear` raced by
+another member never leaves the cache (as root, with a throwaway user);
 records of another compiler, target or record format are never served."""
 
 import argparse
@@ -26,6 +29,7 @@ import pathlib
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
+sys.path.insert(0, str(ROOT / "scripts"))
+import hostile  # noqa: E402  (scripts/hostile.py)
 
 
 def find_tool(name):
@@ -475,7 +481,113 @@ class Torture:
         notes.append(f"cache directory mode {mode}")
         self.row("hostile input and planted links", "; ".join(notes), ok)
 
-    # ---- 8: version, target and format safety ----------------------------------------------------
+    # ---- 8: hostile members of a shared cache ----------------------------------------------------
+
+    def members(self):
+        """What a member of a shared cache can plant or hold: FIFOs and
+        other special files at every path taskcache reads, a held
+        statistics lock and a held lease, records that inflate without
+        bound and sparse files of gigabytes; and, when this runs as root,
+        the clear race with a throwaway attacker. Builds must finish, stay
+        correct, stay small, and the planted files must go at the next gc."""
+        cache = self.work / "members-cache"
+        m = self.modules[0]
+        out = self.work / "mem.cubin"
+        self.build(m, out, cache)
+        expected = self.expected[m]
+        notes, ok = [], True
+
+        def correct():
+            return hashlib.sha256(out.read_bytes()).hexdigest() == expected
+
+        # special files where records, locks, statistics, configuration and memos go
+        rounds = 5 if self.a.long else 1
+        for _ in range(rounds):
+            victims = hostile.records(cache, "u")[:3] + [cache / "stats", cache / "stats.lock",
+                                                          cache / "taskcache.conf"]
+            victims += list((cache / "toolchain").iterdir())[:1]
+            for v in victims:
+                v.unlink(missing_ok=True)
+                os.mkfifo(v)
+            p = self.build(m, out, cache, "--no-module-cache", check=False)
+            ok &= p.returncode == 0 and correct()
+        self.run([self.tc, "gc", "--cache-dir", cache])
+        left = [p for p in cache.rglob("*") if stat.S_ISFIFO(p.lstat().st_mode)]
+        ok &= not left
+        notes.append(f"FIFOs planted {rounds}x at {len(victims)} paths: built, {len(left)} left "
+                     "after gc")
+        # a statistics lock and a lease held by another member
+        held = 10 if self.a.long else 3
+        holder = subprocess.Popen(["flock", "-x", cache / "stats.lock", "sleep", str(held * 2)],
+                                  start_new_session=True)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        p = self.build(m, out, cache, check=False)
+        stats_wait = time.monotonic() - t0
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+        ok &= p.returncode == 0 and stats_wait < 5
+        self.run([self.tc, "clear", "--cache-dir", cache])
+        unit = json.loads(self.run([self.tc, "explain", m, "--arch", ARCH, "--cache-dir", cache,
+                                    "--json"]).stdout)["entries"][0]["unit_key"]
+        lock = cache / "v1" / ARCH / "u" / unit[:2] / f"{unit[2:]}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        holder = subprocess.Popen(["flock", "-x", lock, "sleep", str(held)],
+                                  start_new_session=True)
+        time.sleep(0.3)
+        rc, rss, cpu, wall, err = hostile.measure(
+            [self.tc, "build", m, "-o", out, "--arch", ARCH, "--cache-dir", cache, "-j", "1"],
+            env=self.env())
+        holder.wait()
+        ok &= rc == 0 and correct() and wall > held - 1
+        notes.append(f"statistics lock held: build took {stats_wait:.2f} s; lease held {held} s: "
+                     f"waited {wall:.1f} s using {cpu:.2f} s of CPU (compile included)")
+        # records that inflate without bound, and sparse files of gigabytes
+        self.build(m, out, cache)
+        claim = (16 if self.a.long else 4) << 30
+        hostile.bomb(hostile.records(cache, "m")[0], claim)
+        for sparse in hostile.records(cache, "u")[:2] + [cache / "stats",
+                                                          cache / "taskcache.conf"]:
+            with open(sparse, "ab") as f:
+                f.truncate(5 << 30)
+        rc, rss, cpu, wall, err = hostile.measure(
+            [self.tc, "build", m, "-o", out, "--arch", ARCH, "--cache-dir", cache],
+            env=self.env())
+        ok &= rc == 0 and correct() and rss < 300 << 20
+        notes.append(f"a record inflating to {claim >> 30} GiB and 5 GB sparse files: peak "
+                     f"memory {rss >> 20} MiB, {wall:.2f} s")
+        # the clear race, with a throwaway attacker in the cache's group
+        if hostile.can_make_users():
+            users = hostile.Users()
+            try:
+                survived = 0
+                races = 5 if self.a.long else 1
+                for i in range(races):
+                    base = pathlib.Path(tempfile.mkdtemp(dir="/tmp", prefix="torture-race-"))
+                    hostile.open_dir(base, 0o755)
+                    shared = base / "cache"
+                    shared.mkdir()
+                    os.chown(shared, 0, users.gid)
+                    os.chmod(shared, 0o2770)
+                    (shared / "taskcache.conf").write_text("shared = true\n")
+                    target = base / "victim"
+                    (target / "precious").mkdir(parents=True)
+                    os.chmod(target, 0o700)
+                    park = hostile.open_dir(base / "park", 0o777)
+                    alive, _, _ = hostile.clear_race(users, "mallory", str(shared), str(target),
+                                                     "precious", str(park),
+                                                     [self.tc, "clear", "--cache-dir", shared])
+                    survived += alive
+                    shutil.rmtree(base, ignore_errors=True)
+                ok &= survived == races
+                notes.append(f"clear raced by another member {races}x: target kept {survived}x")
+            finally:
+                users.close()
+        else:
+            notes.append("clear race: not run (needs root for a throwaway user)")
+        self.row("hostile members of a shared cache", "; ".join(notes), ok)
+
+    # ---- 9: version, target and format safety ----------------------------------------------------
 
     def safety(self):
         cache = self.work / "safety-cache"
@@ -535,7 +647,8 @@ def main():
     t = Torture(a)
     try:
         t.make_modules()
-        for step in (t.compile_once, t.concurrency, t.takeover, t.damage, t.degraded, t.eviction, t.hostile,
+        for step in (t.compile_once, t.concurrency, t.takeover, t.damage, t.degraded, t.eviction,
+                     t.hostile, t.members,
                      t.safety):
             try:
                 step()

@@ -10,6 +10,7 @@
 #include "api/handles.h"
 #include "store/config.h"
 #include "store/stats.h"
+#include "util/scratch.h"
 
 static char *default_dir(void)
 {
@@ -137,6 +138,8 @@ static tc_status cache_gc(tc_cache *c, uint64_t max_bytes, int64_t older_than_se
                             tc_store_warning(c->store) ? tc_store_warning(c->store)
                                                        : "the cache is not usable");
     tc_stats_after_gc(c->store, &g);
+    /* builds killed or interrupted leave their scratch directories */
+    (void)tc_scratch_remove_stale(TC_SCRATCH_PREFIX);
     if (out) {
         out->evicted_files = g.evicted_files;
         out->evicted_bytes = g.evicted_bytes;

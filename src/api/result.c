@@ -65,7 +65,7 @@ tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *
         return tc_set_error(err, TC_ERR_INVALID, "the build produced no image");
     if (!path || !*path)
         return tc_set_error(err, TC_ERR_INVALID, "no output path");
-    if (tc_write_atomic(path, r->image, r->image_len, 0644) != 0)
+    if (tc_write_output(path, r->image, r->image_len) != 0)
         return tc_set_error(err, TC_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return TC_OK;
 }

@@ -51,6 +51,28 @@ static void append_log(nvPTXCompilerHandle h, int errors, tc_sb *log)
     }
 }
 
+/* nvPTXCompiler's info log (--verbose) corrupts the heap and aborts the
+ * whole process on a function name of about 100 KB (CUDA 13.0: 90 KB
+ * passes, 100 KB aborts; the library does it on its own when asked for
+ * verbose output), and a host embedding taskcache must not die of an
+ * input. A text with a name past this bound is compiled without the info
+ * log: its kernels' resource report reads unknown (-1). */
+#define VERBOSE_NAME_MAX 16384
+
+static int has_long_name(const char *ptx, size_t len)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)ptx[i];
+        int name_char = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.' || c == '%';
+        run = name_char ? run + 1 : 0;
+        if (run > VERBOSE_NAME_MAX)
+            return 1;
+    }
+    return 0;
+}
+
 int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
 {
@@ -63,7 +85,8 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_k
     argv[argc++] = gpu;
     if (kind != TC_OUT_CUBIN)
         argv[argc++] = tc_out_option(kind);
-    argv[argc++] = "--verbose";
+    if (!has_long_name(ptx, len))
+        argv[argc++] = "--verbose";
     for (size_t i = 0; i < nopts; i++)
         argv[argc++] = opts[i];
     nvPTXCompilerHandle h = NULL;

@@ -19,7 +19,9 @@ int tc_nvptx_available(void);
  * library taskcache was built with. "" when unavailable. */
 const char *tc_nvptx_identity(void);
 
-/* Compiles PTX text; -v is always passed. *exit_code is 0 on success.
+/* Compiles PTX text; -v is passed unless the text holds a name the
+ * library's verbose output cannot take (see nvptx.c). *exit_code is 0 on
+ * success.
  * log receives the info and error logs in ptxas's own format. Returns -1
  * only when the compiler is not available or out of memory. Thread-safe. */
 int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,

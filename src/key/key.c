@@ -16,6 +16,8 @@ static void common(tc_hash *h, const char *what, const tc_keyctx *k)
     for (size_t i = 0; i < k->nopts; i++)
         tc_hash_field_str(h, "opt", k->opts[i]);
     tc_hash_field_str(h, "compiler", k->compiler_id);
+    if (k->auth) /* absent without a secret: those keys are as they always were */
+        tc_hash_field_str(h, "auth", k->auth);
 }
 
 int tc_key_unit(const tc_keyctx *k, const char *mode, const char *text, size_t len,

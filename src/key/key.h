@@ -19,6 +19,8 @@ typedef struct tc_keyctx {
     const char *const *opts;  /* compiler options, in order */
     size_t nopts;
     const char *compiler_id;  /* tc_tool_identity of ptxas */
+    const char *auth;         /* the cache's secret by name (tc_store_auth_id), or NULL:
+                                 records under another secret, or none, never mix */
 } tc_keyctx;
 
 /* Key of a compile unit from how it is compiled (the output option) and

@@ -1,8 +1,8 @@
 /* pool: the one worker pool of every pipeline. It runs a list of items
  * (units to compile, tasks to generate and compile) on up to -j threads,
  * in the order given; an item that must wait for another process goes
- * back to the end of the queue, and a pipeline that is cancelled stops
- * handing out items. Internal. */
+ * back to the end of the queue and is tried again after a pause, and a
+ * pipeline that is cancelled stops handing out items. Internal. */
 #ifndef TC_PIPELINE_POOL_H
 #define TC_PIPELINE_POOL_H
 
@@ -10,7 +10,7 @@
 
 typedef enum tc_pool_step {
     TC_POOL_DONE,   /* the item is finished, whatever its outcome */
-    TC_POOL_LATER   /* it waits for another process: try it again later */
+    TC_POOL_LATER   /* it waits for another process: try it again after a pause */
 } tc_pool_step;
 
 typedef struct tc_pool_work {

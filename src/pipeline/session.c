@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compile/nvptx.h"
-#include "util/fs.h"
+#include "util/scratch.h"
 
 double tc_now(void)
 {
@@ -41,7 +42,12 @@ void tc_session_count(tc_session *s, int counter, uint64_t n)
 
 const char *tc_session_scratch(tc_session *s)
 {
-    if (!s->scratch && !(s->scratch = tc_make_temp_dir("taskcache")))
+    if (s->scratch)
+        return s->scratch;
+    /* those of builds that were killed or interrupted go first: nothing
+     * else would ever remove them */
+    tc_scratch_remove_stale(TC_SCRATCH_PREFIX);
+    if (!(s->scratch = tc_scratch_create(TC_SCRATCH_PREFIX, &s->scratch_lock)))
         tc_session_fail(s, TC_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
     return s->scratch;
 }
@@ -116,6 +122,7 @@ tc_status tc_session_prepare(tc_session *s)
     s->kc.opts = (const char *const *)o->copts;
     s->kc.nopts = o->ncopts;
     s->kc.compiler_id = s->compiler_id;
+    s->kc.auth = s->store ? tc_store_auth_id(s->store) : NULL;
     return TC_OK;
 }
 
@@ -144,6 +151,8 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
         tc_sb_append(log, job.log.data, job.log.len);
         tc_sb_free(&job.output);
         tc_sb_free(&job.log);
+        unlink(out); /* read: the scratch directory need not hold them all */
+        unlink(logp);
     } else {
         errno = ENOMEM;
     }
@@ -254,6 +263,7 @@ int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_opti
                      const char *name)
 {
     memset(s, 0, sizeof *s);
+    s->scratch_lock = -1;
     pthread_mutex_init(&s->delta_lock, NULL);
     s->t0 = tc_now();
     s->call = call;
@@ -300,10 +310,7 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
             keep_within_limit(s, &after);
     }
     pthread_mutex_destroy(&s->delta_lock);
-    if (s->scratch) {
-        tc_remove_tree(s->scratch);
-        free(s->scratch);
-    }
+    tc_scratch_remove(s->scratch, s->scratch_lock);
     tc_cache_release(s->cache);
     r->status = st;
     r->report.seconds = tc_now() - s->t0;

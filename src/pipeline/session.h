@@ -48,6 +48,7 @@ typedef struct tc_session {
     tc_counters delta;
     pthread_mutex_t delta_lock;
     char *scratch;             /* private temporary directory, made on first use */
+    int scratch_lock;          /* held while it exists (util/scratch.h) */
 } tc_session;
 
 /* One compile unit, whichever pipeline made its text (a group of a split
@@ -62,6 +63,7 @@ typedef struct tc_unit {
     int waited;                /* another process compiled it while this one waited */
     int exit_code;             /* of the compiler; -1 when it did not run */
     int spawn_failed;          /* errno, when the compiler could not run */
+    int write_failed;          /* errno, when its scratch file could not be written */
     tc_sb object;              /* relocatable object */
     tc_sb log;                 /* the compiler's output, or the log its record kept */
     tc_entry_info *entries;    /* its kernels, in name order */

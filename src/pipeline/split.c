@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "link/elf.h"
 #include "pipeline/payload.h"
@@ -148,16 +149,13 @@ static tc_status key_units(tc_ptx_job *j)
                 s->delta.v[TC_C_UNIT_MISSES]++;
             char name[32];
             snprintf(name, sizeof name, "unit%zu.ptx", i);
-            x->path = tc_path_join(s->scratch, name);
-            if (!x->path)
+            if (!(x->path = tc_path_join(s->scratch, name)))
                 return TC_ERR_NOMEM;
-            if (s->in_process)
-                continue; /* compiled from memory: keep the text */
-            if (tc_write_file(x->path, x->map.text.data, x->map.text.len) != 0)
-                return tc_session_fail(s, TC_ERR_IO, "cannot write %s: %s", x->path,
-                                       strerror(errno));
         }
-        /* Only the line map is needed from here on. */
+        /* Only the line map is kept: a miss's text is made again when it
+         * compiles. Keeping every text until then cost a copy of each
+         * shared helper per unit (a 20,000-statement helper called by 1,000
+         * kernels: 540 MB for an 825 KB input). */
         tc_sb_free(&x->map.text);
     }
     return TC_OK;
@@ -170,14 +168,42 @@ static tc_status key_units(tc_ptx_job *j)
  * dead one releases the lease at once). */
 #define LEASE_WAIT_SECONDS 300.0
 
-static void compile_unit(tc_ptx_job *j, tc_split_unit *x)
+/* Compiles the unit's text as kind; for ptxas, from a scratch file
+ * written here and removed once compiled, so that the scratch directory
+ * holds the units being compiled, not all of them. */
+static void compile_text(tc_ptx_job *j, tc_split_unit *x, tc_out_kind kind, const tc_sb *text)
 {
     tc_session *s = j->s;
     tc_unit *u = &x->u;
-    if (tc_session_compile(s, x->kind, x->map.text.data, x->map.text.len, x->path, &u->object,
-                           &u->log, &u->exit_code) != 0) {
+    if (!s->in_process && tc_write_file(x->path, text->data, text->len) != 0) {
+        u->write_failed = errno ? errno : EIO;
+        u->exit_code = -1;
+        return;
+    }
+    if (tc_session_compile(s, kind, text->data, text->len, x->path, &u->object, &u->log,
+                           &u->exit_code) != 0) {
         u->spawn_failed = errno ? errno : EIO;
         u->exit_code = -1;
+    }
+    if (!s->in_process)
+        unlink(x->path);
+}
+
+static void compile_unit(tc_ptx_job *j, tc_split_unit *x)
+{
+    tc_unit *u = &x->u;
+    /* the text again, as keyed (emitting is deterministic); the slicer is
+     * one for all workers */
+    tc_text t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_lock(&j->emit_lock);
+    int rc = emit(j, x, &t);
+    pthread_mutex_unlock(&j->emit_lock);
+    if (rc != 0 || t.text.oom) {
+        u->spawn_failed = ENOMEM;
+        u->exit_code = -1;
+    } else {
+        compile_text(j, x, x->kind, &t.text);
     }
     /* ptxas refuses some units in whole-program mode ("Internal error:
      * unexpected reloc" on some, restrictions on others) that it compiles
@@ -188,13 +214,9 @@ static void compile_unit(tc_ptx_job *j, tc_split_unit *x)
          strstr(u->log.data, "extensible whole program"))) {
         tc_sb_reset(&u->object);
         tc_sb_reset(&u->log);
-        if (tc_session_compile(s, TC_OUT_OBJECT, x->map.text.data, x->map.text.len, x->path,
-                               &u->object, &u->log, &u->exit_code) != 0) {
-            u->spawn_failed = errno ? errno : EIO;
-            u->exit_code = -1;
-        }
+        compile_text(j, x, TC_OUT_OBJECT, &t.text);
     }
-    tc_sb_free(&x->map.text); /* only the line map is needed from here on */
+    tc_text_free(&t);
     u->compiled = 1;
     /* Published at once: another process waiting on this unit's lease gets
      * it now, and a build killed later keeps what it finished. */
@@ -230,6 +252,9 @@ static tc_pool_step process_unit(void *ctx, size_t i)
     return TC_POOL_DONE;
 }
 
+/* The host (or the command line, on Ctrl-C) cancelled the build. */
+static int cancelled(void *ctx) { return tc_options_cancelled(((tc_ptx_job *)ctx)->s->o); }
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -260,11 +285,13 @@ static tc_status compile_misses(tc_ptx_job *j)
         todo[i] = (size_t)(order[i] & UINT32_MAX);
     free(order);
     double t = tc_now();
-    tc_pool_work w = {todo, ntodo, s->o->jobs, process_unit, NULL, j};
+    tc_pool_work w = {todo, ntodo, s->o->jobs, process_unit, cancelled, j};
     int rc = tc_pool_run(&w);
     free(todo);
     if (rc != 0)
         return TC_ERR_NOMEM;
+    if (tc_options_cancelled(s->o)) /* what compiled is stored; nothing else is */
+        return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
     s->r->report.seconds_compile = tc_now() - t;
     size_t compiled = 0, waited = 0;
     for (size_t i = 0; i < j->nunits; i++) {
@@ -439,6 +466,11 @@ static tc_status unit_diagnostics(tc_ptx_job *j)
     for (size_t i = 0; i < j->nunits; i++) {
         tc_split_unit *x = &j->units[i];
         tc_unit *u = &x->u;
+        if (u->write_failed) {
+            st = tc_session_fail(s, TC_ERR_IO, "cannot write %s: %s", x->path,
+                                 strerror(u->write_failed));
+            continue;
+        }
         if (u->spawn_failed) {
             st = tc_session_fail(s, TC_ERR_TOOLCHAIN, "cannot run %s: %s",
                                  s->in_process ? "the in-process compiler" : s->ptxas,

@@ -4,6 +4,8 @@
 #ifndef TC_PIPELINE_SPLIT_H
 #define TC_PIPELINE_SPLIT_H
 
+#include <pthread.h>
+
 #include "pipeline/session.h"
 #include "ptx/slice.h"
 
@@ -34,6 +36,7 @@ typedef struct tc_ptx_job {
     tc_split_unit *units;   /* the module data first, when there is one */
     size_t nunits;
     tc_sb warnings;         /* the compiler's warnings, for the module record */
+    pthread_mutex_t emit_lock;  /* the slicer, which compile workers emit texts with */
 } tc_ptx_job;
 
 /* Groups the kernels into units, keys them, serves what the cache has,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pipeline/payload.h"
 #include "pipeline/pool.h"
@@ -297,6 +298,8 @@ static tc_pool_step generate_and_compile(void *ctx, size_t i)
                                       u->log.len) != 0)
             x->failed = 1;
     }
+    if (path && !s->in_process)
+        unlink(path);
     free(path);
     return TC_POOL_DONE;
 }

@@ -7,9 +7,22 @@
 
 static const unsigned char magic[4] = {'T', 'C', 'R', 1};
 
-/* Payloads above this are refused on decode: nothing taskcache writes is
- * near it, and it bounds what a corrupt size field can make us allocate. */
-#define MAX_PAYLOAD ((uint64_t)4 << 30)
+#define FLAG_ZSTD 1u
+#define FLAG_HMAC 2u
+
+uint64_t tc_record_max_payload(uint32_t kind)
+{
+    switch (kind) {
+    case TC_REC_MODULE: return (uint64_t)1 << 30;  /* a linked image */
+    case TC_REC_GROUP: return (uint64_t)64 << 20;  /* task keys and names */
+    default: return (uint64_t)256 << 20;           /* one unit's or task's object */
+    }
+}
+
+uint64_t tc_record_max_file(uint32_t kind)
+{
+    return TC_RECORD_HEADER + ZSTD_compressBound((size_t)tc_record_max_payload(kind));
+}
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -39,23 +52,30 @@ static uint64_t get64(const unsigned char *p)
     return v;
 }
 
-static void checksum(const unsigned char *hdr, const unsigned char *stored, size_t n,
-                     tc_digest *out)
+/* The SHA-256, or with mac the HMAC, of the header's first 64 bytes and
+ * the stored payload. -1 out of memory. */
+static int checksum(const unsigned char *hdr, const unsigned char *stored, size_t n,
+                    const tc_hmac_key *mac, tc_digest *out)
 {
-    tc_hash *h = tc_hash_new();
-    if (!h) {
-        memset(out, 0, sizeof *out);
-        return;
-    }
+    tc_hash *h = mac ? tc_hmac_begin(mac) : tc_hash_new();
+    if (!h)
+        return -1;
     tc_hash_update(h, hdr, 64);
     tc_hash_update(h, stored, n);
-    tc_hash_final(h, out);
-    tc_hash_free(h);
+    if (mac) {
+        tc_hmac_final(mac, h, out);
+    } else {
+        tc_hash_final(h, out);
+        tc_hash_free(h);
+    }
+    return 0;
 }
 
 int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, size_t len,
-                     tc_sb *out)
+                     const tc_hmac_key *mac, tc_sb *out)
 {
+    if (len > tc_record_max_payload(kind))
+        return -1; /* readers would refuse it */
     size_t bound = ZSTD_compressBound(len);
     if (tc_sb_reserve(out, TC_RECORD_HEADER + bound) != 0)
         return -1;
@@ -67,15 +87,27 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
     size_t z = ZSTD_compress(body, bound, payload, len, 1);
     if (ZSTD_isError(z))
         return -1;
+    /* past the ratio readers accept (a frame like that is a bomb to them):
+     * stored as it is */
+    uint32_t zstd = len / TC_RECORD_MAX_RATIO <= z ? FLAG_ZSTD : 0;
+    if (!zstd) {
+        if (tc_sb_reserve(out, TC_RECORD_HEADER + len) != 0)
+            return -1;
+        hdr = (unsigned char *)out->data + base;
+        body = hdr + TC_RECORD_HEADER;
+        memcpy(body, payload, len);
+        z = len;
+    }
     memcpy(hdr, magic, 4);
     put32(hdr + 4, TC_RECORD_FORMAT);
     put32(hdr + 8, kind);
-    put32(hdr + 12, 1);
+    put32(hdr + 12, zstd | (mac ? FLAG_HMAC : 0));
     put64(hdr + 16, len);
     put64(hdr + 24, z);
     memcpy(hdr + 32, key->b, 32);
     tc_digest sum;
-    checksum(hdr, body, z, &sum);
+    if (checksum(hdr, body, z, mac, &sum) != 0)
+        return -1;
     memcpy(hdr + 64, sum.b, 32);
     out->len = base + TC_RECORD_HEADER + z;
     out->data[out->len] = '\0';
@@ -83,7 +115,7 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
 }
 
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
-                     char **payload, size_t *plen)
+                     const tc_hmac_key *mac, char **payload, size_t *plen)
 {
     const unsigned char *hdr = data;
     *payload = NULL;
@@ -94,27 +126,35 @@ int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_diges
         return -1;
     uint32_t flags = get32(hdr + 12);
     uint64_t raw = get64(hdr + 16), stored = get64(hdr + 24);
-    if (stored != len - TC_RECORD_HEADER || raw > MAX_PAYLOAD || (flags & ~1u))
+    if (stored != len - TC_RECORD_HEADER || raw > tc_record_max_payload(kind) ||
+        (flags & ~(FLAG_ZSTD | FLAG_HMAC)) || !(flags & FLAG_HMAC) != !mac)
         return -1;
-    tc_digest sum;
-    checksum(hdr, hdr + TC_RECORD_HEADER, (size_t)stored, &sum);
-    if (memcmp(sum.b, hdr + 64, 32) != 0)
+    /* a frame that inflates past the ratio real records show is a bomb:
+     * refused before anything is allocated for it */
+    if ((flags & FLAG_ZSTD) ? raw / TC_RECORD_MAX_RATIO > stored : raw != stored)
+        return -1;
+    tc_digest sum, want;
+    memcpy(want.b, hdr + 64, 32);
+    if (checksum(hdr, hdr + TC_RECORD_HEADER, (size_t)stored, mac, &sum) != 0 ||
+        !tc_digest_equal(&sum, &want))
+        return -1;
+    const unsigned char *body = hdr + TC_RECORD_HEADER;
+    /* one frame, as the encoder writes, declaring exactly the header's
+     * size: the output buffer below is then all the memory it can take */
+    if ((flags & FLAG_ZSTD) && (ZSTD_findFrameCompressedSize(body, (size_t)stored) != stored ||
+                                ZSTD_getFrameContentSize(body, (size_t)stored) != raw))
         return -1;
     char *out = malloc((size_t)raw + 1);
     if (!out)
         return -1;
-    if (flags & 1) {
-        size_t n = ZSTD_decompress(out, (size_t)raw, hdr + TC_RECORD_HEADER, (size_t)stored);
+    if (flags & FLAG_ZSTD) {
+        size_t n = ZSTD_decompress(out, (size_t)raw, body, (size_t)stored);
         if (ZSTD_isError(n) || n != raw) {
             free(out);
             return -1;
         }
     } else {
-        if (stored != raw) {
-            free(out);
-            return -1;
-        }
-        memcpy(out, hdr + TC_RECORD_HEADER, (size_t)raw);
+        memcpy(out, body, (size_t)raw);
     }
     out[raw] = '\0';
     *payload = out;

@@ -4,16 +4,25 @@
  *   0      4   magic "TCR\x01"
  *   4      4   record format version (TC_RECORD_FORMAT)
  *   8      4   kind (TC_REC_*)
- *   12     4   flags (bit 0: payload is zstd-compressed)
+ *   12     4   flags (bit 0: payload is zstd-compressed; bit 1: bytes 64..95
+ *              are an HMAC-SHA256 under the cache's secret)
  *   16     8   payload size, uncompressed
  *   24     8   stored payload size
  *   32    32   key (the SHA-256 the record is filed under)
- *   64    32   SHA-256 over bytes 0..63 and the stored payload
+ *   64    32   SHA-256 (or HMAC-SHA256) over bytes 0..63 and the stored payload
  *   96     .   stored payload
  *
  * A record verifies itself: a truncated, extended, corrupted or misfiled
- * record never decodes. The payload is a sequence of fields, each
- * (u32 tag, u64 length, bytes), so readers skip tags they do not know. */
+ * record never decodes. Anyone who can write a record can also make a
+ * plain SHA-256 verify; only an HMAC keeps out writers who do not hold the
+ * secret. Sizes are checked before anything is allocated: a record of a
+ * kind may hold at most tc_record_max_payload(kind) bytes, and inflate at
+ * most TC_RECORD_MAX_RATIO times (zstd level 1 makes objects 2-4x smaller:
+ * a frame that claims more is a decompression bomb; the writer stores a
+ * payload that would compress further as it is), so no record, however
+ * forged, costs more memory than that.
+ * The payload is a sequence of fields, each (u32 tag, u64 length, bytes),
+ * so readers skip tags they do not know. */
 #ifndef TC_STORE_RECORD_H
 #define TC_STORE_RECORD_H
 
@@ -25,6 +34,7 @@
 
 #define TC_RECORD_FORMAT 1u
 #define TC_RECORD_HEADER 96u
+#define TC_RECORD_MAX_RATIO 4096u
 
 enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2, TC_REC_TASK = 3, TC_REC_GROUP = 4 };
 
@@ -40,15 +50,24 @@ enum {
     TC_F_NAME = 9           /* task: its name */
 };
 
-/* Builds a complete record (header + compressed payload) into out.
- * Returns 0, or -1 out of memory / compression failure. */
-int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, size_t len,
-                     tc_sb *out);
+/* The most a payload of this kind may hold: what the kind can carry
+ * (an object, a linked image, a list of keys), with room to spare. */
+uint64_t tc_record_max_payload(uint32_t kind);
+/* The most bytes a record file of this kind may have. */
+uint64_t tc_record_max_file(uint32_t kind);
 
-/* Verifies data as a record of `kind` filed under `key` and returns its
- * payload (malloc'd). Returns 0, or -1 when the record is not valid. */
+/* Builds a complete record (header + compressed payload) into out; mac:
+ * the cache's secret, or NULL for a plain checksum. Returns 0, or -1 out
+ * of memory / compression failure / a payload past its kind's limit. */
+int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, size_t len,
+                     const tc_hmac_key *mac, tc_sb *out);
+
+/* Verifies data as a record of `kind` filed under `key` (with mac: an
+ * HMAC under it, without: a plain checksum; a record of the other sort
+ * does not verify) and returns its payload (malloc'd). Returns 0, or -1
+ * when the record is not valid. */
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
-                     char **payload, size_t *plen);
+                     const tc_hmac_key *mac, char **payload, size_t *plen);
 
 /* Payload fields. */
 void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n);

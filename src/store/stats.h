@@ -12,7 +12,10 @@
  * in <root>/stats as "name value" lines. Each build adds its deltas once,
  * under an flock on <root>/stats.lock, and replaces the file atomically,
  * so readers need no lock and a crash loses at most one build's counts.
- * Statistics never fail a build. */
+ * Statistics never fail a build, nor hold one up: a build that finds the
+ * lock held (for long: another member of a shared cache may sit on it)
+ * leaves its counts out and appends one byte to <root>/stats.skipped, whose
+ * size is the stats_skipped figure. */
 #ifndef TC_STORE_STATS_H
 #define TC_STORE_STATS_H
 
@@ -43,6 +46,7 @@
     X(WAITED, waited, "waited for another process", TC_S_COUNT)                          \
     X(EVICTIONS, evictions, "evicted records", TC_S_COUNT)                               \
     X(STORE_ERRORS, store_errors, "records not written", TC_S_COUNT)                     \
+    X(STATS_SKIPPED, stats_skipped, "counts not recorded (lock busy)", TC_S_COUNT)       \
     X(MODULE_RECORDS, module_records, "module records on disk", 0)                       \
     X(UNIT_RECORDS, unit_records, "unit records on disk", 0)                             \
     X(TASK_RECORDS, task_records, "task records on disk", TC_STATS_HOST)                 \

@@ -19,29 +19,51 @@
 #include <unistd.h>
 
 #include "store/config.h"
+#include "store/trust.h"
 #include "util/fs.h"
 #include "util/strbuf.h"
 
 #define LAYOUT "v1"
 #define DEFAULT_MAX_SIZE ((uint64_t)5 << 30)
 
+/* Sizes past which the cache's small files are not read: a 5 GB sparse
+ * file planted in their place costs nothing. */
+#define MAX_CONFIG_BYTES (64 << 10)
+
 struct tc_store {
     char *root;
-    int rootfd;              /* -1 when the root could not be opened */
+    int rootfd;              /* -1 when the root could not be opened or is not trusted */
     pthread_mutex_t lock;    /* guards warning */
-    char warning[512];
+    char warning[640];
     int readonly;
     int shared;              /* group-shared cache: 2770 dirs, 0660 files */
     uint64_t max_size;
+    int authenticated;       /* records carry an HMAC under mac */
+    tc_hmac_key mac;
+    char auth_id[24];        /* names the secret in keys; "" without one */
 };
 
-static void set_warning(tc_store *st, const char *what, const char *path, int err)
+static void set_warning_why(tc_store *st, const char *what, const char *path, const char *why)
 {
     pthread_mutex_lock(&st->lock);
     if (!st->warning[0])
         snprintf(st->warning, sizeof st->warning, "cannot %s %s (%s); results are not cached",
-                 what, path, strerror(err));
+                 what, path, why);
     pthread_mutex_unlock(&st->lock);
+}
+
+static void set_warning(tc_store *st, const char *what, const char *path, int err)
+{
+    set_warning_why(st, what, path, strerror(err));
+}
+
+/* Uses no cache at all from here on: neither reads nor writes. */
+static void bypass(tc_store *st)
+{
+    if (st->rootfd >= 0)
+        close(st->rootfd);
+    st->rootfd = -1;
+    st->readonly = 1;
 }
 
 /* ---- test hook -------------------------------------------------------------------- */
@@ -79,7 +101,8 @@ static void read_config(tc_store *st)
 {
     char *data = NULL;
     size_t len;
-    if (st->rootfd < 0 || tc_read_file_at(st->rootfd, "taskcache.conf", 1, &data, &len) != 0)
+    if (st->rootfd < 0 ||
+        tc_read_file_at(st->rootfd, "taskcache.conf", MAX_CONFIG_BYTES, &data, &len) != 0)
         return;
     tc_config cfg = {st->max_size, st->shared};
     tc_config_parse(data, len, &cfg);
@@ -128,6 +151,25 @@ tc_store *tc_store_open(const char *root)
         tc_config_parse_size(env, &st->max_size);
     if (st->shared)
         best_effort(fchmod(st->rootfd, dir_mode(st)));
+    struct stat rs;
+    const char *why = fstat(st->rootfd, &rs) == 0 ? tc_trust_directory(&rs, st->shared)
+                                                  : "it cannot be examined";
+    if (why) {
+        set_warning_why(st, "trust the cache directory", root, why);
+        bypass(st);
+        return st;
+    }
+    const char *secret = getenv(TC_SECRET_ENV);
+    if (secret && *secret) {
+        char reason[512];
+        if (tc_trust_load_secret(secret, &st->mac, st->auth_id, reason, sizeof reason) != 0) {
+            /* without its secret the cache would serve what anyone wrote */
+            set_warning_why(st, "authenticate the records of", root, reason);
+            bypass(st);
+            return st;
+        }
+        st->authenticated = 1;
+    }
     if (access(root, W_OK) != 0 || fault("write")) {
         set_warning(st, "write to the cache directory", root, fault("write") ? fault("write")
                                                                              : errno);
@@ -138,7 +180,7 @@ tc_store *tc_store_open(const char *root)
             static const char text[] = "Signature: 8a477f597d28d172789f06886806bc55\n"
                                        "# This directory is a cache made by taskcache.\n";
             (void)tc_write_atomic_at(st->rootfd, "CACHEDIR.TAG", text, sizeof text - 1,
-                                     file_mode(st));
+                                     file_mode(st), st->shared);
         }
     }
     return st;
@@ -163,6 +205,12 @@ uint64_t tc_store_max_size(const tc_store *st) { return st->max_size; }
 
 void tc_store_set_max_size(tc_store *st, uint64_t bytes) { st->max_size = bytes; }
 
+const char *tc_store_auth_id(const tc_store *st) { return st->authenticated ? st->auth_id : NULL; }
+
+const tc_hmac_key *tc_store_mac(const tc_store *st) { return st->authenticated ? &st->mac : NULL; }
+
+int tc_store_shared(const tc_store *st) { return st->shared; }
+
 /* ---- paths ------------------------------------------------------------------------------ */
 
 static char kind_dir(uint32_t kind)
@@ -177,6 +225,20 @@ static char kind_dir(uint32_t kind)
 
 int tc_store_writable(const tc_store *st) { return st->rootfd >= 0 && !st->readonly; }
 
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
+/* Creates the directory name in fd with the store's mode, exactly. */
+static void make_dir(tc_store *st, int fd, const char *name)
+{
+    if (mkdirat(fd, name, dir_mode(st)) == 0 && st->shared) {
+        int d = openat(fd, name, DIR_FLAGS);
+        if (d >= 0) {
+            best_effort(fchmod(d, dir_mode(st))); /* the umask dropped group bits */
+            close(d);
+        }
+    }
+}
+
 int tc_store_open_dir(tc_store *st, const char *const *parts, int n, int create)
 {
     if (st->rootfd < 0) {
@@ -185,21 +247,21 @@ int tc_store_open_dir(tc_store *st, const char *const *parts, int n, int create)
     }
     int fd = st->rootfd;
     for (int i = 0; i < n; i++) {
-        int next = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int next = openat(fd, parts[i], DIR_FLAGS);
         struct stat ls;
         if (next < 0 && (errno == ELOOP || errno == ENOTDIR) && create &&
-            fstatat(fd, parts[i], &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode) &&
+            fstatat(fd, parts[i], &ls, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(ls.st_mode) &&
             unlinkat(fd, parts[i], 0) == 0)
-            errno = ENOENT; /* a link planted where our directory belongs: replace it */
+            errno = ENOENT; /* a link or special file planted where our directory belongs */
         if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(fd, parts[i], dir_mode(st)) == 0 && st->shared) {
-                int d = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (d >= 0) {
-                    best_effort(fchmod(d, dir_mode(st))); /* umask dropped group bits? */
-                    close(d);
-                }
-            }
-            next = openat(fd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            make_dir(st, fd, parts[i]);
+            next = openat(fd, parts[i], DIR_FLAGS);
+        }
+        /* a directory others may write is someone else's: never trusted */
+        if (next >= 0 && (fstat(next, &ls) != 0 || tc_trust_directory(&ls, st->shared))) {
+            close(next);
+            next = -1;
+            errno = ELOOP; /* reported like a planted link */
         }
         int e = errno;
         if (fd != st->rootfd)
@@ -228,33 +290,28 @@ static int record_dir(tc_store *st, const char *target, uint32_t kind, const tc_
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-/* Reads a file in dirfd (no links), refreshing its modification time when
- * it is more than a minute old: the time of last use, for LRU eviction. */
-static int read_record(int dirfd, const char *name, char **data, size_t *len)
+/* Reads a record file in dirfd: a regular file this cache trusts, no
+ * larger than its kind can be (checked before reading), never through a
+ * link and never blocking on a FIFO. Refreshes its modification time when
+ * it is more than a minute old: the time of last use, for LRU eviction.
+ * EINVAL: something is there that is not a record. */
+static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind, char **data,
+                       size_t *len)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return -1;
     struct stat s;
-    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
+    if (fstat(fd, &s) != 0 || !tc_trust_file(&s, st->shared) ||
+        (uint64_t)s.st_size > tc_record_max_file(kind)) {
         close(fd);
         errno = EINVAL;
         return -1;
     }
-    char *buf = malloc((size_t)s.st_size + 1);
-    size_t n = 0;
-    while (buf && n < (size_t)s.st_size) {
-        ssize_t r = read(fd, buf + n, (size_t)s.st_size - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    if (!buf || n != (size_t)s.st_size) {
-        free(buf);
+    if (tc_read_fd(fd, (size_t)tc_record_max_file(kind), data, len) != 0) {
+        int e = errno;
         close(fd);
-        errno = buf ? EIO : ENOMEM;
+        errno = e == ENOMEM ? ENOMEM : EINVAL;
         return -1;
     }
     struct timespec now;
@@ -262,9 +319,6 @@ static int read_record(int dirfd, const char *name, char **data, size_t *len)
     if (now.tv_sec - s.st_mtim.tv_sec > 60)
         best_effort(futimens(fd, NULL)); /* a read-only cache still serves */
     close(fd);
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
     return 0;
 }
 
@@ -283,8 +337,8 @@ int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_diges
     char *data = NULL;
     size_t n = 0;
     int hit = 0;
-    if (read_record(dfd, name, &data, &n) == 0) {
-        if (tc_record_decode(data, n, kind, key, payload, len) == 0)
+    if (read_record(st, dfd, name, kind, &data, &n) == 0) {
+        if (tc_record_decode(data, n, kind, key, tc_store_mac(st), payload, len) == 0)
             hit = 1;
         else if (bad)
             *bad = 1;
@@ -314,7 +368,7 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
     long long rc = -1;
     char name[TC_DIGEST_HEX_LEN + 1];
     int dfd = -1;
-    if (tc_record_encode(kind, key, payload, len, &rec) != 0)
+    if (tc_record_encode(kind, key, payload, len, tc_store_mac(st), &rec) != 0)
         goto done;
     int f = fault("write");
     if (f) {
@@ -327,12 +381,10 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
         set_warning(st, "create a record directory in", st->root, errno);
         goto done;
     }
-    if (tc_write_atomic_at(dfd, name, rec.data, rec.len, file_mode(st)) != 0) {
+    if (tc_write_atomic_at(dfd, name, rec.data, rec.len, file_mode(st), st->shared) != 0) {
         set_warning(st, "write records in", st->root, errno);
         goto done;
     }
-    if (st->shared)
-        best_effort(fchmodat(dfd, name, file_mode(st), 0));
     rc = (long long)rec.len;
 done:
     if (dfd >= 0)
@@ -343,12 +395,38 @@ done:
 
 /* ---- leases ------------------------------------------------------------------------------- */
 
-/* An exclusive flock on name in dirfd, created with the store's mode. 0
- * taken (*fd), 1 held by another process, -1 unavailable. */
+/* Opens (creating) the lock file name in dirfd with the store's mode,
+ * exactly, so that every member of a shared cache can lock it: read-only,
+ * which is all flock needs. Something planted there that is not a
+ * regular file is replaced, and so, in a shared cache, is a lock file
+ * this member may not read (made private by an older taskcache). */
+static int open_lock(tc_store *st, int dirfd, const char *name)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = openat(dirfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                        file_mode(st));
+        struct stat s;
+        if (fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode)) {
+            if (st->shared && s.st_uid == geteuid() && (s.st_mode & 0777) != file_mode(st))
+                best_effort(fchmod(fd, file_mode(st)));
+            return fd;
+        }
+        if (fd >= 0)
+            close(fd);
+        else if (errno != ELOOP && !(errno == EACCES && st->shared))
+            return -1;
+        if (unlinkat(dirfd, name, 0) != 0)
+            return -1;
+    }
+    return -1;
+}
+
+/* An exclusive flock on name in dirfd. 0 taken (*fd), 1 held by another
+ * process, -1 unavailable. */
 static int lock_at(tc_store *st, int dirfd, const char *name, int wait, int *fd)
 {
     *fd = -1;
-    int lfd = openat(dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, file_mode(st));
+    int lfd = open_lock(st, dirfd, name);
     if (lfd < 0)
         return -1;
     if (flock(lfd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
@@ -392,15 +470,25 @@ static int file_dir(tc_store *st, const char *dir, int create)
     return tc_store_open_dir(st, parts, dir ? 1 : 0, create);
 }
 
-int tc_store_read_file(tc_store *st, const char *dir, const char *name, char **data,
+int tc_store_read_file(tc_store *st, const char *dir, const char *name, size_t max, char **data,
                        size_t *len)
 {
     int dfd = file_dir(st, dir, 0);
     if (dfd < 0)
         return -1;
-    int rc = tc_read_file_at(dfd, name, 1, data, len);
-    int e = errno;
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    int e = errno, rc = -1;
     close(dfd);
+    if (fd < 0) {
+        errno = e;
+        return -1;
+    }
+    struct stat s;
+    if (fstat(fd, &s) != 0 || !tc_trust_file(&s, st->shared))
+        e = EINVAL;
+    else if ((rc = tc_read_fd(fd, max, data, len)) != 0)
+        e = errno;
+    close(fd);
     errno = e;
     return rc;
 }
@@ -411,11 +499,46 @@ int tc_store_write_file(tc_store *st, const char *dir, const char *name, const v
     int dfd = file_dir(st, dir, 1);
     if (dfd < 0)
         return -1;
-    int rc = tc_write_atomic_at(dfd, name, data, len, file_mode(st));
+    int rc = tc_write_atomic_at(dfd, name, data, len, file_mode(st), st->shared);
     int e = errno;
     close(dfd);
     errno = e;
     return rc;
+}
+
+int tc_store_append_file(tc_store *st, const char *name, const void *data, size_t len)
+{
+    if (st->rootfd < 0)
+        return -1;
+    int fd = openat(st->rootfd, name,
+                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                    file_mode(st));
+    struct stat s;
+    int rc = -1;
+    if (fd >= 0 && fstat(fd, &s) == 0 && S_ISREG(s.st_mode)) {
+        if (st->shared && s.st_uid == geteuid())
+            best_effort(fchmod(fd, file_mode(st)));
+        rc = write(fd, data, len) == (ssize_t)len ? 0 : -1;
+    }
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int64_t tc_store_file_size(tc_store *st, const char *name)
+{
+    struct stat s;
+    if (st->rootfd < 0 || fstatat(st->rootfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(s.st_mode))
+        return -1;
+    return (int64_t)s.st_size;
+}
+
+int tc_store_remove_file(tc_store *st, const char *name)
+{
+    if (st->rootfd < 0)
+        return -1;
+    return unlinkat(st->rootfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd)

@@ -27,6 +27,7 @@
 #include "store/record.h"
 #include "util/hash.h"
 
+
 typedef struct tc_store tc_store;
 
 /* Opens (creating, mode 0700) the store at root. Never fails for I/O
@@ -59,6 +60,13 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
 uint64_t tc_store_max_size(const tc_store *st);
 void tc_store_set_max_size(tc_store *st, uint64_t bytes);
 
+/* Whether the cache is shared by a group (taskcache.conf: shared = true). */
+int tc_store_shared(const tc_store *st);
+/* With a secret (trust.h): the key every record is authenticated with,
+ * and the secret's name, which keys carry. NULL without one. */
+const tc_hmac_key *tc_store_mac(const tc_store *st);
+const char *tc_store_auth_id(const tc_store *st);
+
 /* ---- compile leases ---- */
 
 typedef enum tc_lease {
@@ -76,13 +84,22 @@ void tc_store_unlock(int fd);
 
 /* ---- the other files of the cache ---- */
 
-/* Reads <root>/<name>, or <root>/<dir>/<name> when dir is not NULL.
- * Returns 0 with the contents (malloc'd, NUL-terminated), or -1. */
-int tc_store_read_file(tc_store *st, const char *dir, const char *name, char **data,
+/* Reads <root>/<name>, or <root>/<dir>/<name> when dir is not NULL: a
+ * regular file the cache trusts, of at most max bytes (it is not read
+ * otherwise). Returns 0 with the contents (malloc'd, NUL-terminated), or
+ * -1 with errno (ENOENT: there is none). */
+int tc_store_read_file(tc_store *st, const char *dir, const char *name, size_t max, char **data,
                        size_t *len);
 /* Replaces that file atomically, creating dir when missing. 0 or -1. */
 int tc_store_write_file(tc_store *st, const char *dir, const char *name, const void *data,
                         size_t len);
+/* Appends to <root>/<name> (created when missing): one write, which
+ * concurrent appenders do not interleave. 0 or -1. */
+int tc_store_append_file(tc_store *st, const char *name, const void *data, size_t len);
+/* The size of the regular file <root>/<name>, or -1. */
+int64_t tc_store_file_size(tc_store *st, const char *name);
+/* Removes <root>/<name>. 0 (also when there was none) or -1. */
+int tc_store_remove_file(tc_store *st, const char *name);
 /* Takes an exclusive flock on <root>/<name>, created when missing. wait:
  * block until it is free, else return at once. Returns 0 with *fd (to
  * pass to tc_store_unlock), 1 when another process holds it, -1 when it
@@ -92,7 +109,8 @@ int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd);
 /* ---- walking every record (walk.c) ---- */
 
 /* Reads and verifies every record; counts (and with remove_bad, removes)
- * those that do not verify. 0, or -1 when the cache is unusable. */
+ * those that do not verify, special files named like records among them.
+ * 0, or -1 when the cache is unusable. */
 int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad);
 
 /* Removes every record. 0 or -1. */
@@ -112,8 +130,9 @@ typedef struct tc_gc_result {
 /* Evicts least-recently-used records (by modification time, refreshed on
  * every hit) over all tiers until the cache holds at most 90% of
  * max_bytes (0: no size limit), and every record older than older_than_s
- * seconds (-1: none); removes stale temporaries, stale lock files and
- * planted links. One cleaner at a time (gc.lock); a concurrent call
+ * seconds (-1: none); removes stale temporaries, stale lock files, what an
+ * interrupted clear left, and links and special files (FIFOs, sockets,
+ * devices) planted anywhere in the cache. One cleaner at a time (gc.lock); a concurrent call
  * returns at once with skipped set. The caller records the outcome in the
  * statistics (tc_stats_after_gc). 0, or -1 when the cache is unusable. */
 int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out);

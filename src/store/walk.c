@@ -33,6 +33,7 @@ typedef struct walk_item {
     uint64_t size;
     char rel[96];       /* "<target>/<kind>/<shard>/<name>" under v1 */
     int kind;
+    int planted;        /* named like a record, but a link or special file */
 } walk_item;
 
 typedef struct walk {
@@ -42,8 +43,38 @@ typedef struct walk {
     uint64_t counts[4];
     int64_t now_ns;
     uint64_t temps_removed;
-    int clean;          /* remove stale temporaries, locks and planted links */
+    int clean;          /* remove stale temporaries, locks, planted links and special files */
 } walk;
+
+/* Neither a regular file nor a directory: a link, FIFO, socket or device,
+ * which taskcache never makes inside a cache. */
+static int planted(const struct stat *s) { return !S_ISREG(s->st_mode) && !S_ISDIR(s->st_mode); }
+
+static walk_item *add_item(walk *w)
+{
+    if (w->n == w->cap) {
+        size_t nc = w->cap ? w->cap * 2 : 1024;
+        walk_item *p = realloc(w->items, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        w->items = p;
+        w->cap = nc;
+    }
+    walk_item *it = &w->items[w->n++];
+    memset(it, 0, sizeof *it);
+    return it;
+}
+
+/* Opens the directory name in fd; when cleaning, removes what stands
+ * there in its place (a planted link or special file). */
+static int open_sub(const walk *w, int fd, const char *name)
+{
+    int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat s;
+    if (sub < 0 && w->clean && fstatat(fd, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && planted(&s))
+        unlinkat(fd, name, 0);
+    return sub;
+}
 
 static int kind_index(char k)
 {
@@ -73,16 +104,10 @@ static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
             continue;
         int64_t mt = (int64_t)s.st_mtim.tv_sec * 1000000000 + s.st_mtim.tv_nsec;
         int64_t age_s = (w->now_ns - mt) / 1000000000;
+        walk_item *it;
         if (S_ISREG(s.st_mode) && is_record_name(n)) {
-            if (w->n == w->cap) {
-                size_t nc = w->cap ? w->cap * 2 : 1024;
-                walk_item *p = realloc(w->items, nc * sizeof *p);
-                if (!p)
-                    continue;
-                w->items = p;
-                w->cap = nc;
-            }
-            walk_item *it = &w->items[w->n++];
+            if (!(it = add_item(w)))
+                continue;
             it->mtime_ns = mt;
             it->size = (uint64_t)s.st_size;
             it->kind = kind;
@@ -91,14 +116,19 @@ static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
             w->counts[kind]++;
         } else if (w->clean) {
             /* a killed writer's temporary (an hour is far longer than any
-             * write), a lock nobody used for a day, or a planted link */
+             * write), a lock nobody used for a day, or a planted link or
+             * special file (a FIFO would stop every reader in open) */
             int stale_tmp = !strncmp(n, ".tmp.", 5) && age_s > 3600;
             size_t len = strlen(n);
             int stale_lock = len > 5 && !strcmp(n + len - 5, ".lock") && age_s > 86400;
-            if (stale_tmp || stale_lock || S_ISLNK(s.st_mode)) {
+            if (stale_tmp || stale_lock || planted(&s)) {
                 if (unlinkat(dirfd(d), n, 0) == 0 && stale_tmp)
                     w->temps_removed++;
             }
+        } else if (planted(&s) && is_record_name(n) && (it = add_item(w)) != NULL) {
+            it->planted = 1; /* verify reports it */
+            it->kind = kind;
+            snprintf(it->rel, sizeof it->rel, "%s/%s", prefix, n);
         }
     }
     closedir(d);
@@ -124,13 +154,13 @@ static int walk_store(tc_store *st, walk *w)
     while ((t = readdir(targets)) != NULL) {
         if (t->d_name[0] == '.')
             continue;
-        int tfd = openat(dirfd(targets), t->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int tfd = open_sub(w, dirfd(targets), t->d_name);
         if (tfd < 0)
             continue;
         static const char kinds[] = "umtg";
         for (int k = 0; k < 4; k++) {
             char kd[2] = {kinds[k], 0};
-            int kfd = openat(tfd, kd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int kfd = open_sub(w, tfd, kd);
             if (kfd < 0)
                 continue;
             DIR *shards = fdopendir(kfd);
@@ -142,8 +172,7 @@ static int walk_store(tc_store *st, walk *w)
             while ((sh = readdir(shards)) != NULL) {
                 if (sh->d_name[0] == '.')
                     continue;
-                int sfd = openat(dirfd(shards), sh->d_name,
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int sfd = open_sub(w, dirfd(shards), sh->d_name);
                 if (sfd < 0)
                     continue;
                 char prefix[64];
@@ -197,6 +226,8 @@ static int remove_rel(tc_store *st, const char *rel)
     return rc;
 }
 
+static void clean_root(tc_store *st);
+
 int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -218,7 +249,8 @@ int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_re
     out->files_before = w.n;
     out->bytes_before = w.bytes;
     out->temps_removed = w.temps_removed;
-    qsort(w.items, w.n, sizeof *w.items, cmp_mtime);
+    if (w.n)
+        qsort(w.items, w.n, sizeof *w.items, cmp_mtime);
     uint64_t total = w.bytes;
     /* Over the limit, evict the least recently used down to 90% of it, so
      * the next builds do not each trigger a cleanup. */
@@ -238,6 +270,7 @@ int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_re
     out->files_after = w.n - out->evicted_files;
     out->bytes_after = total;
     free(w.items);
+    clean_root(st);
     tc_store_unlock(lfd);
     return 0;
 }
@@ -265,7 +298,8 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
         char *p = NULL;
         size_t n;
         int b = 0;
-        if (tc_store_get(st, target, kinds[w.items[i].kind], &key, &p, &n, &b)) {
+        if (!w.items[i].planted &&
+            tc_store_get(st, target, kinds[w.items[i].kind], &key, &p, &n, &b)) {
             free(p);
             continue;
         }
@@ -277,22 +311,67 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
     return 0;
 }
 
+/* Directories below a cleared tree: v1.clear.<pid>/<target>/<kind>/<shard>,
+ * with room to spare; anything nested deeper was not made by taskcache. */
+#define TREE_DEPTH 8
+
 int tc_store_clear(tc_store *st)
 {
     const char *none[1] = {NULL};
     int rootfd = tc_store_open_dir(st, none, 0, 0);
     if (rootfd < 0)
         return -1;
-    /* Renaming the tree away first makes the clear atomic for readers. */
+    /* Renaming the tree away first makes the clear atomic for readers; it
+     * is then removed through directory descriptors only, so a directory
+     * swapped for a link while the walk runs is never followed. */
     char away[64];
     snprintf(away, sizeof away, LAYOUT ".clear.%ld", (long)getpid());
-    int moved = renameat(rootfd, LAYOUT, rootfd, away);
+    int rc = renameat(rootfd, LAYOUT, rootfd, away);
+    if (rc == 0)
+        rc = tc_remove_tree_at(rootfd, away, TREE_DEPTH);
+    else if (errno == ENOENT)
+        rc = 0;
     int e = errno;
     close(rootfd);
-    if (moved != 0)
-        return e == ENOENT ? 0 : -1;
-    char *path = tc_path_join(tc_store_root(st), away);
-    int rc = path ? tc_remove_tree(path) : -1;
-    free(path);
+    errno = e;
     return rc;
+}
+
+/* Removes what is planted in the directory fd (links, FIFOs, sockets,
+ * devices) and, with tree_prefix, the directories named so that are older
+ * than an hour (what an interrupted clear left). */
+static void clean_dir(int fd, const char *tree_prefix, int64_t now_s)
+{
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    size_t plen = tree_prefix ? strlen(tree_prefix) : 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat s;
+        if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+            continue;
+        if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (planted(&s))
+            unlinkat(dirfd(d), de->d_name, 0);
+        else if (S_ISDIR(s.st_mode) && plen && !strncmp(de->d_name, tree_prefix, plen) &&
+                 now_s - s.st_mtime > 3600)
+            tc_remove_tree_at(dirfd(d), de->d_name, TREE_DEPTH);
+    }
+    closedir(d);
+}
+
+/* The cache's other files: its root and toolchain/. */
+static void clean_root(tc_store *st)
+{
+    const char *none[1] = {NULL}, *memos[1] = {"toolchain"};
+    int64_t now = (int64_t)time(NULL);
+    int fd = tc_store_open_dir(st, none, 0, 0);
+    if (fd >= 0)
+        clean_dir(fd, LAYOUT ".clear.", now);
+    if ((fd = tc_store_open_dir(st, memos, 1, 0)) >= 0)
+        clean_dir(fd, NULL, now);
 }

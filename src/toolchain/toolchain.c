@@ -122,13 +122,32 @@ static void memo_name(const char *path, char name[TC_DIGEST_HEX_LEN + 1])
     name[32] = '\0';
 }
 
-/* Memo format: "<stamp>\n<id>\n<version>\n". */
+/* Memos are a few hundred bytes: a larger file is not one. */
+#define MAX_MEMO_BYTES 4096
+
+/* The memo's authentication line, for a cache with a secret: a forged
+ * memo could otherwise make records of one compiler pass for another's. */
+static void memo_mac(const tc_hmac_key *mac, const char *text, size_t len,
+                     char hex[TC_DIGEST_HEX_LEN + 1])
+{
+    tc_digest d;
+    memset(&d, 0, sizeof d);
+    tc_hash *h = tc_hmac_begin(mac);
+    if (h) {
+        tc_hash_update(h, text, len);
+        tc_hmac_final(mac, h, &d);
+    }
+    tc_digest_hex(&d, hex);
+}
+
+/* Memo format: "<stamp>\n<id>\n<version>\n", then "<hmac>\n" when the
+ * cache has a secret. */
 static int read_memo(tc_store *memo, const char *name, const struct stat *st, char *id,
                      char *version, size_t vlen)
 {
     char *data;
     size_t len;
-    if (tc_store_read_file(memo, "toolchain", name, &data, &len) != 0)
+    if (tc_store_read_file(memo, "toolchain", name, MAX_MEMO_BYTES, &data, &len) != 0)
         return -1;
     char want[160];
     stamp(st, want, sizeof want);
@@ -136,8 +155,14 @@ static int read_memo(tc_store *memo, const char *name, const struct stat *st, ch
     char *nl1 = strchr(data, '\n');
     char *nl2 = nl1 ? strchr(nl1 + 1, '\n') : NULL;
     char *nl3 = nl2 ? strchr(nl2 + 1, '\n') : NULL;
-    if (nl3 && (size_t)(nl1 - data) == strlen(want) && !memcmp(data, want, strlen(want)) &&
-        nl2 - nl1 - 1 == TC_DIGEST_HEX_LEN) {
+    const tc_hmac_key *mac = tc_store_mac(memo);
+    char sum[TC_DIGEST_HEX_LEN + 1];
+    if (nl3 && mac)
+        memo_mac(mac, data, (size_t)(nl3 + 1 - data), sum);
+    int authentic = !mac || (nl3 && strlen(nl3 + 1) == TC_DIGEST_HEX_LEN + 1 &&
+                             !memcmp(nl3 + 1, sum, TC_DIGEST_HEX_LEN));
+    if (nl3 && authentic && (size_t)(nl1 - data) == strlen(want) &&
+        !memcmp(data, want, strlen(want)) && nl2 - nl1 - 1 == TC_DIGEST_HEX_LEN) {
         memcpy(id, nl1 + 1, TC_DIGEST_HEX_LEN);
         id[TC_DIGEST_HEX_LEN] = '\0';
         snprintf(version, vlen, "%.*s", (int)(nl3 - nl2 - 1), nl2 + 1);
@@ -152,9 +177,13 @@ static void write_memo(tc_store *memo, const char *name, const struct stat *st, 
                        const char *version)
 {
     tc_sb rec = TC_SB_INIT;
-    char s[160];
+    char s[160], sum[TC_DIGEST_HEX_LEN + 1];
     stamp(st, s, sizeof s);
     tc_sb_printf(&rec, "%s\n%s\n%s\n", s, id, version);
+    if (tc_store_mac(memo) && !rec.oom) {
+        memo_mac(tc_store_mac(memo), rec.data, rec.len, sum);
+        tc_sb_printf(&rec, "%s\n", sum);
+    }
     /* best effort: a memo that cannot be written costs one digest */
     if (!rec.oom)
         (void)tc_store_write_file(memo, "toolchain", name, rec.data, rec.len);

@@ -1,10 +1,12 @@
-/* fs: file reading, atomic publishing, directory helpers. */
+/* fs: file reading, atomic publishing, output files, directory helpers. */
 #define _GNU_SOURCE
 #include "util/fs.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,37 +14,38 @@
 #include <time.h>
 #include <unistd.h>
 
-int tc_read_file_at(int dirfd, const char *name, int nofollow, char **data, size_t *len)
+/* A file that grows while it is read is read up to max + 1 bytes and
+ * refused. */
+int tc_read_fd(int fd, size_t max, char **data, size_t *len)
 {
-    int flags = O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-    int fd = openat(dirfd, name, flags);
-    if (fd < 0)
-        return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = S_ISREG(st.st_mode) ? errno : EINVAL;
-        close(fd);
-        errno = e;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max) {
+        errno = EFBIG;
         return -1;
     }
     size_t cap = (size_t)st.st_size + 1, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
-        close(fd);
         errno = ENOMEM;
         return -1;
     }
     for (;;) {
-        if (n + 1 >= cap) { /* file grew while reading */
-            char *p = realloc(buf, cap * 2);
+        if (n + 1 >= cap) { /* the file grew while it was read */
+            size_t more = cap > max / 2 ? max + 2 : cap * 2;
+            char *p = more > cap ? realloc(buf, more) : NULL;
             if (!p) {
                 free(buf);
-                close(fd);
-                errno = ENOMEM;
+                errno = more > cap ? ENOMEM : EFBIG;
                 return -1;
             }
             buf = p;
-            cap *= 2;
+            cap = more;
         }
         ssize_t r = read(fd, buf + n, cap - 1 - n);
         if (r < 0) {
@@ -50,24 +53,47 @@ int tc_read_file_at(int dirfd, const char *name, int nofollow, char **data, size
                 continue;
             int e = errno;
             free(buf);
-            close(fd);
             errno = e;
             return -1;
         }
         if (r == 0)
             break;
         n += (size_t)r;
+        if (n > max) {
+            free(buf);
+            errno = EFBIG;
+            return -1;
+        }
     }
-    close(fd);
     buf[n] = '\0';
     *data = buf;
     *len = n;
     return 0;
 }
 
+int tc_read_file_at(int dirfd, const char *name, size_t max, char **data, size_t *len)
+{
+    /* O_NONBLOCK: a FIFO planted here must not stop the build in open() */
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    int rc = tc_read_fd(fd, max, data, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 int tc_read_file(const char *path, int nofollow, char **data, size_t *len)
 {
-    return tc_read_file_at(AT_FDCWD, path, nofollow, data, len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+    if (fd < 0)
+        return -1;
+    int rc = tc_read_fd(fd, (size_t)-2, data, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -100,30 +126,26 @@ int tc_write_file(const char *path, const void *data, size_t len)
     return close(fd);
 }
 
-int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode)
+int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                       int exact_mode)
 {
     /* The temporary lives next to its destination so the rename is atomic;
      * the ".tmp." prefix lets a later cleanup find what a killed writer
-     * left behind. */
+     * left behind. Only as much of the name as fits NAME_MAX goes into it:
+     * the pid and the salt make it unique. */
     static unsigned long counter;
-    size_t nl = strlen(name);
-    char *tmp = malloc(nl + 64);
-    if (!tmp) {
-        errno = ENOMEM;
-        return -1;
-    }
+    char tmp[NAME_MAX + 1];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     unsigned long salt = (unsigned long)ts.tv_nsec ^ __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, nl + 64, ".tmp.%ld.%lx.%s", (long)getpid(), salt, name);
+    int head = snprintf(tmp, sizeof tmp, ".tmp.%ld.%lx.", (long)getpid(), salt);
+    snprintf(tmp + head, sizeof tmp - (size_t)head, "%s", name);
     int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        errno = e;
+    if (fd < 0)
         return -1;
-    }
-    int rc = write_all(fd, data, len);
+    int rc = exact_mode ? fchmod(fd, mode) : 0;
+    if (rc == 0)
+        rc = write_all(fd, data, len);
     int e = errno;
     if (close(fd) != 0 && rc == 0) {
         rc = -1;
@@ -135,7 +157,6 @@ int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
     }
     if (rc != 0)
         unlinkat(dirfd, tmp, 0);
-    free(tmp);
     errno = e;
     return rc;
 }
@@ -144,7 +165,7 @@ int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
-        return tc_write_atomic_at(AT_FDCWD, path, data, len, mode);
+        return tc_write_atomic_at(AT_FDCWD, path, data, len, mode, 0);
     char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
     if (!dir) {
         errno = ENOMEM;
@@ -157,9 +178,48 @@ int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
         errno = e;
         return -1;
     }
-    int rc = tc_write_atomic_at(dfd, slash + 1, data, len, mode);
+    int rc = tc_write_atomic_at(dfd, slash + 1, data, len, mode, 0);
     e = errno;
     close(dfd);
+    errno = e;
+    return rc;
+}
+
+/* Truncates and writes a file that exists (or that a dangling link
+ * names): devices, FIFOs, files with several names. */
+static int write_in_place(const char *path, int create, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (fd < 0)
+        return -1;
+    int rc = write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) != 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    errno = e;
+    return rc;
+}
+
+int tc_write_output(const char *path, const void *data, size_t len)
+{
+    struct stat st, ls;
+    int exists = stat(path, &st) == 0;
+    int link = lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode);
+    if (exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1))
+        return write_in_place(path, 0, data, len);
+    if (link && !exists)
+        return errno == ENOENT ? write_in_place(path, 1, data, len) : -1;
+    if (!link)
+        return tc_write_atomic(path, data, len, 0644);
+    /* a link to a regular file: replace that file, keep the link */
+    char *real = realpath(path, NULL);
+    if (!real)
+        return -1;
+    int rc = tc_write_atomic(real, data, len, 0644);
+    int e = errno;
+    free(real);
     errno = e;
     return rc;
 }
@@ -201,29 +261,67 @@ int tc_mkdir_p(const char *path, mode_t mode)
     return rc;
 }
 
-int tc_remove_tree(const char *path)
+/* Empties the directory dfd (which it closes), depth levels at most. */
+static int empty_dir(int dfd, int depth)
 {
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path);
-    DIR *d = opendir(path);
-    if (!d)
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
         return -1;
+    }
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        char *child = tc_path_join(path, de->d_name);
-        if (!child || tc_remove_tree(child) != 0)
+        if (tc_remove_tree_at(dirfd(d), de->d_name, depth) != 0)
             rc = -1;
-        free(child);
     }
     closedir(d);
-    if (rmdir(path) != 0)
+    return rc;
+}
+
+int tc_remove_tree_at(int dirfd, const char *name, int max_depth)
+{
+    /* Unlinking first removes files, links and special files at once;
+     * only a directory is opened, by its descriptor, so a directory
+     * swapped for a link meanwhile is never entered. */
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    if (max_depth <= 0) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    int rc = empty_dir(fd, max_depth - 1);
+    /* swapped for a link or file meanwhile: that goes, the directory is
+     * wherever it was moved to */
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno != ENOENT &&
+        !(errno == ENOTDIR && unlinkat(dirfd, name, 0) == 0))
         rc = -1;
+    return rc;
+}
+
+int tc_remove_tree(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (dfd < 0)
+        return -1;
+    int rc = tc_remove_tree_at(dfd, slash ? slash + 1 : path, 64);
+    int e = errno;
+    close(dfd);
+    errno = e;
     return rc;
 }
 

@@ -1,7 +1,9 @@
 /* fs: the one place that reads and writes files. Writes that others may
  * read concurrently always go through tc_write_atomic (temporary file in the
  * same directory, then rename), so a reader sees the old file, the new
- * file, or nothing; never a partial one. */
+ * file, or nothing; never a partial one. Reads of files others may have
+ * put there never block (a FIFO is refused, not opened for good) and are
+ * bounded. */
 #ifndef TC_FS_H
 #define TC_FS_H
 
@@ -12,13 +14,32 @@
  * nofollow: refuse to open a symbolic link. Returns 0, or -1 with errno. */
 int tc_read_file(const char *path, int nofollow, char **data, size_t *len);
 
-int tc_read_file_at(int dirfd, const char *name, int nofollow, char **data, size_t *len);
+/* Reads the whole of the open regular file fd (EINVAL for anything else),
+ * when it holds at most max bytes (EFBIG otherwise, found from its size
+ * before reading). 0, or -1 with errno. */
+int tc_read_fd(int fd, size_t max, char **data, size_t *len);
 
-/* Writes data to path atomically with the given mode. Returns 0, or -1 with
- * errno (the temporary file is removed on failure). */
+/* Reads the regular file name in the directory dirfd, never following a
+ * link and never blocking on a FIFO or a device (EINVAL: not a regular
+ * file), and only when it holds at most max bytes (EFBIG otherwise, found
+ * before reading: a 5 GB sparse file costs nothing). 0, or -1 with errno. */
+int tc_read_file_at(int dirfd, const char *name, size_t max, char **data, size_t *len);
+
+/* Writes data to path atomically with the given mode (the umask applies).
+ * Returns 0, or -1 with errno (the temporary file is removed on failure). */
 int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
-/* The same, for a name in the directory dirfd (never following a link). */
-int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode);
+/* The same, for a name in the directory dirfd (never following a link);
+ * exact_mode: the file gets exactly mode, whatever the umask (shared
+ * caches). The temporary's name fits NAME_MAX whatever the name's length. */
+int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                       int exact_mode);
+
+/* Writes a build's output to path as compilers do: a regular file (or a
+ * new one) is replaced atomically (through a symbolic link, the file it
+ * names); anything else is written in place: a device such as /dev/null,
+ * a FIFO, a file with other hard links (they all see the new contents).
+ * 0, or -1 with errno. */
+int tc_write_output(const char *path, const void *data, size_t len);
 
 /* Writes data to path directly (for private scratch files). */
 int tc_write_file(const char *path, const void *data, size_t len);
@@ -26,11 +47,17 @@ int tc_write_file(const char *path, const void *data, size_t len);
 /* mkdir -p with the given mode for created directories. 0 or -1/errno. */
 int tc_mkdir_p(const char *path, mode_t mode);
 
-/* Removes a directory tree without following symbolic links. 0 or -1. */
+/* Removes name in the directory dirfd and, when it is a directory,
+ * everything in it, through directory descriptors only: a link anywhere
+ * is removed, never followed, even one swapped in while the walk runs.
+ * Directories nested deeper than max_depth are left (and fail). 0 or -1. */
+int tc_remove_tree_at(int dirfd, const char *name, int max_depth);
+/* The same for a path (its last component is the tree). */
 int tc_remove_tree(const char *path);
 
-/* Creates a private temporary directory under $TMPDIR (or /tmp); the
- * returned string is malloc'd. NULL on failure with errno. */
+/* Creates a private temporary directory under $TMPDIR (or /tmp) named
+ * <prefix>.XXXXXX; the returned string is malloc'd. NULL on failure with
+ * errno. */
 char *tc_make_temp_dir(const char *prefix);
 
 /* Joins two path components into a malloc'd string. */

@@ -64,6 +64,49 @@ void tc_hash_final(tc_hash *h, tc_digest *out)
     EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL);
 }
 
+void tc_hmac_key_init(tc_hmac_key *k, const void *secret, size_t len)
+{
+    unsigned char block[64];
+    memset(block, 0, sizeof block);
+    if (len > sizeof block) {
+        tc_digest d; /* a secret longer than a block is hashed first */
+        tc_digest_of(secret, len, &d);
+        memcpy(block, d.b, sizeof d.b);
+    } else if (len) {
+        memcpy(block, secret, len);
+    }
+    for (size_t i = 0; i < sizeof block; i++) {
+        k->ipad[i] = block[i] ^ 0x36;
+        k->opad[i] = block[i] ^ 0x5c;
+    }
+}
+
+tc_hash *tc_hmac_begin(const tc_hmac_key *k)
+{
+    tc_hash *h = tc_hash_new();
+    if (h)
+        tc_hash_update(h, k->ipad, sizeof k->ipad);
+    return h;
+}
+
+void tc_hmac_final(const tc_hmac_key *k, tc_hash *h, tc_digest *out)
+{
+    tc_digest inner;
+    tc_hash_final(h, &inner);
+    tc_hash_update(h, k->opad, sizeof k->opad);
+    tc_hash_update(h, inner.b, sizeof inner.b);
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+}
+
+int tc_digest_equal(const tc_digest *a, const tc_digest *b)
+{
+    unsigned char diff = 0;
+    for (int i = 0; i < TC_DIGEST_LEN; i++)
+        diff |= a->b[i] ^ b->b[i];
+    return diff == 0;
+}
+
 void tc_digest_of(const void *p, size_t n, tc_digest *out)
 {
     unsigned int len = 0;

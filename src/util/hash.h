@@ -25,6 +25,24 @@ void tc_hash_field(tc_hash *h, const char *tag, const void *p, size_t n);
 void tc_hash_field_str(tc_hash *h, const char *tag, const char *s);
 void tc_hash_final(tc_hash *h, tc_digest *out);  /* h may be reused after */
 
+/* HMAC-SHA256 (RFC 2104) with a secret: records of a cache shared with
+ * people who do not hold the secret authenticate themselves with it. The
+ * key holds the secret's padded forms, so the secret itself need not be
+ * kept. */
+typedef struct tc_hmac_key {
+    unsigned char ipad[64], opad[64];
+} tc_hmac_key;
+
+void tc_hmac_key_init(tc_hmac_key *k, const void *secret, size_t len);
+/* A hash to feed the message into (tc_hash_update), then tc_hmac_final.
+ * NULL when out of memory. */
+tc_hash *tc_hmac_begin(const tc_hmac_key *k);
+/* The HMAC of what was fed; frees h. */
+void tc_hmac_final(const tc_hmac_key *k, tc_hash *h, tc_digest *out);
+/* Compares digests in constant time (a forger learns nothing from how
+ * long a comparison took). 1 equal, 0 not. */
+int tc_digest_equal(const tc_digest *a, const tc_digest *b);
+
 /* One-shot helper. */
 void tc_digest_of(const void *p, size_t n, tc_digest *out);
 /* 64 lowercase hex digits + NUL. */

@@ -46,10 +46,10 @@ def tc(*args, check=True, **kw):
     return run([TASKCACHE, *args], check=check, **kw)
 
 
-def build(ptx, out, cache, *extra, check=True):
+def build(ptx, out, cache, *extra, check=True, **kw):
     args = ["build", ptx, "-o", out, "--arch", ARCH]
     args += ["--cache-dir", cache] if cache else ["--no-cache"]
-    return tc(*args, *extra, check=check)
+    return tc(*args, *extra, check=check, **kw)
 
 
 def stats(cache):

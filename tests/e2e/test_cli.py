@@ -177,8 +177,8 @@ STATS_FIGURES = [
     "builds", "module_hits", "module_misses", "whole_builds", "compile_errors", "unit_hits",
     "unit_misses", "task_hits", "task_misses", "codegen_calls", "group_hits", "group_misses",
     "compiles", "records_written", "bytes_written", "bad_records", "waited", "evictions",
-    "store_errors", "module_records", "unit_records", "task_records", "group_records",
-    "disk_bytes", "max_size"]
+    "store_errors", "stats_skipped", "module_records", "unit_records", "task_records",
+    "group_records", "disk_bytes", "max_size"]
 
 
 def test_stats_json_quotes_the_cache_directory(simple, tmp_path):

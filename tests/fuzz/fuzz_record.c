@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (uint32_t kind = 1; kind <= 4; kind++) {
         char *p = NULL;
         size_t n = 0;
-        if (tc_record_decode(data, size, kind, &key, &p, &n) == 0)
+        if (tc_record_decode(data, size, kind, &key, NULL, &p, &n) == 0)
             free(p);
     }
     /* 2. as payloads */
@@ -65,10 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)tc_elf_kernels(data, size, kernel_seen, &total);
     /* 4. a round trip through a well-formed record */
     tc_sb rec = TC_SB_INIT;
-    if (tc_record_encode(TC_REC_UNIT, &key, data, size, &rec) == 0) {
+    if (tc_record_encode(TC_REC_UNIT, &key, data, size, NULL, &rec) == 0) {
         char *p = NULL;
         size_t n = 0;
-        if (tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, &p, &n) != 0 || n != size ||
+        if (tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &p, &n) != 0 || n != size ||
             (size && memcmp(p, data, size) != 0))
             abort();
         free(p);

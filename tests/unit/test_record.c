@@ -2,6 +2,7 @@
  * any flipped byte, truncation, extension, wrong key or wrong kind is
  * rejected, so a damaged cache can only cause a miss. */
 #include <stdlib.h>
+#include <zstd.h>
 
 #include "api/handles.h"
 #include "check.h"
@@ -16,28 +17,28 @@ static void test_record(void)
     for (int i = 0; i < 200; i++)
         tc_field_put(&payload, TC_F_LOG, "ptxas info : a line of log\n", 27);
     tc_field_put(&payload, TC_F_OBJECT, "\x7f" "ELF\0\1\2", 7);
-    CHECK(tc_record_encode(TC_REC_UNIT, &key, payload.data, payload.len, &rec) == 0);
+    CHECK(tc_record_encode(TC_REC_UNIT, &key, payload.data, payload.len, NULL, &rec) == 0);
     CHECK(rec.len < payload.len); /* compressed */
 
     char *out;
     size_t n;
-    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, &out, &n) == 0);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &out, &n) == 0);
     CHECK(n == payload.len && !memcmp(out, payload.data, n));
     free(out);
 
-    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, &out, &n) == -1);
-    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &other, &out, &n) == -1);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, NULL, &out, &n) == -1);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &other, NULL, &out, &n) == -1);
     for (size_t cut = 0; cut < rec.len; cut += 7)
-        CHECK(tc_record_decode(rec.data, cut, TC_REC_UNIT, &key, &out, &n) == -1);
+        CHECK(tc_record_decode(rec.data, cut, TC_REC_UNIT, &key, NULL, &out, &n) == -1);
     tc_sb longer = TC_SB_INIT;
     tc_sb_append(&longer, rec.data, rec.len);
     tc_sb_putc(&longer, 0);
-    CHECK(tc_record_decode(longer.data, longer.len, TC_REC_UNIT, &key, &out, &n) == -1);
+    CHECK(tc_record_decode(longer.data, longer.len, TC_REC_UNIT, &key, NULL, &out, &n) == -1);
     int accepted = 0;
     for (size_t i = 0; i < rec.len; i++) {
         for (int bit = 0; bit < 8; bit += 3) {
             rec.data[i] ^= (char)(1 << bit);
-            if (tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, &out, &n) == 0) {
+            if (tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &out, &n) == 0) {
                 accepted++;
                 free(out);
             }
@@ -47,6 +48,93 @@ static void test_record(void)
     CHECK(accepted == 0);
     tc_sb_free(&longer);
     tc_sb_free(&payload);
+    tc_sb_free(&rec);
+}
+
+/* Recomputes a record's plain checksum, as anyone who can write it can. */
+static void seal(tc_sb *rec)
+{
+    tc_hash *h = tc_hash_new();
+    tc_digest sum;
+    tc_hash_update(h, rec->data, 64);
+    tc_hash_update(h, rec->data + TC_RECORD_HEADER, rec->len - TC_RECORD_HEADER);
+    tc_hash_final(h, &sum);
+    tc_hash_free(h);
+    memcpy(rec->data + 64, sum.b, 32);
+}
+
+/* With a secret, a record verifies only under that secret: a plain one,
+ * one made under another secret, or one whose checksum a writer without
+ * the secret recomputed, is a miss. */
+static void test_authenticated(void)
+{
+    tc_hmac_key mine, theirs;
+    tc_hmac_key_init(&mine, "a team secret of some length", 28);
+    tc_hmac_key_init(&theirs, "another secret of some length", 29);
+    tc_digest key;
+    tc_digest_of("k", 1, &key);
+    tc_sb rec = TC_SB_INIT, plain = TC_SB_INIT;
+    CHECK(tc_record_encode(TC_REC_MODULE, &key, "image", 5, &mine, &rec) == 0);
+    CHECK(tc_record_encode(TC_REC_MODULE, &key, "image", 5, NULL, &plain) == 0);
+    char *out = NULL;
+    size_t n;
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, &mine, &out, &n) == 0);
+    CHECK(n == 5 && !memcmp(out, "image", 5));
+    free(out);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, &theirs, &out, &n) == -1);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, NULL, &out, &n) == -1);
+    CHECK(tc_record_decode(plain.data, plain.len, TC_REC_MODULE, &key, &mine, &out, &n) == -1);
+    /* a forger flips the flag and recomputes the plain SHA-256 */
+    tc_sb forged = TC_SB_INIT;
+    tc_sb_append(&forged, plain.data, plain.len);
+    forged.data[12] |= 2;
+    seal(&forged);
+    CHECK(tc_record_decode(forged.data, forged.len, TC_REC_MODULE, &key, &mine, &out, &n) == -1);
+    tc_sb_free(&forged);
+    tc_sb_free(&plain);
+    tc_sb_free(&rec);
+}
+
+/* A header may claim no more than its kind holds, nor inflate past the
+ * ratio real records show: checked before anything is allocated. */
+static void test_size_limits(void)
+{
+    tc_digest key;
+    tc_digest_of("k", 1, &key);
+    CHECK(tc_record_max_payload(TC_REC_UNIT) < tc_record_max_payload(TC_REC_MODULE));
+    size_t zeros = (size_t)8 << 20;
+    char *big = calloc(1, zeros);
+    /* 8 MiB of zeros compress past the ratio: the writer stores them as
+     * they are, so the record still reads */
+    tc_sb rec = TC_SB_INIT;
+    char *out = NULL;
+    size_t n;
+    CHECK(tc_record_encode(TC_REC_UNIT, &key, big, zeros, NULL, &rec) == 0);
+    CHECK(rec.len == TC_RECORD_HEADER + zeros);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &out, &n) == 0 &&
+          n == zeros);
+    free(out);
+    /* the same zeros as one zstd frame: a bomb, refused */
+    tc_sb_reset(&rec);
+    CHECK(tc_record_encode(TC_REC_UNIT, &key, "x", 1, NULL, &rec) == 0);
+    tc_sb_reserve(&rec, ZSTD_compressBound(zeros));
+    size_t z = ZSTD_compress(rec.data + TC_RECORD_HEADER, ZSTD_compressBound(zeros), big, zeros, 1);
+    CHECK(!ZSTD_isError(z) && z < zeros / TC_RECORD_MAX_RATIO);
+    rec.len = TC_RECORD_HEADER + z;
+    rec.data[12] = 1;
+    for (int i = 0; i < 8; i++) {
+        rec.data[16 + i] = (char)((uint64_t)zeros >> (8 * i));
+        rec.data[24 + i] = (char)((uint64_t)z >> (8 * i));
+    }
+    seal(&rec);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &out, &n) == -1);
+    /* a header claiming more than its frame holds */
+    tc_sb_reset(&rec);
+    CHECK(tc_record_encode(TC_REC_UNIT, &key, "abcdefgh", 8, NULL, &rec) == 0);
+    rec.data[16] = 9;
+    seal(&rec);
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_UNIT, &key, NULL, &out, &n) == -1);
+    free(big);
     tc_sb_free(&rec);
 }
 
@@ -110,6 +198,8 @@ static void test_entries(void)
 int main(void)
 {
     test_record();
+    test_authenticated();
+    test_size_limits();
     test_fields();
     test_entries();
     return check_report("test_record");

@@ -1,0 +1,34 @@
+/* common: what the commands of the taskcache tool share (see main.c):
+ * the program's name, exit codes, the parsed arguments, usage errors,
+ * option values, JSON strings, opening the cache. */
+#ifndef TC_CLI_COMMON_H
+#define TC_CLI_COMMON_H
+
+#include "taskcache.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+extern const char *const cli_prog;
+
+typedef struct args {
+    const char *input;
+    const char *output;
+    const char *cache_dir;
+    int no_cache, verbose, quiet, json, zero, full_keys;
+    const char *max_size;
+    const char *older_than;
+    int remove_bad;
+    tc_options *opts;
+} args;
+
+/* Prints "taskcache: <fmt with arg>" and where to find help; EXIT_USAGE. */
+int cli_usage_error(const char *fmt, const char *arg);
+/* Accepts "--name VALUE", "--name=VALUE" and, for short forms, "-nVALUE".
+ * Returns the value or NULL if argv[*i] is not this option. */
+const char *cli_value_of(int argc, char **argv, int *i, const char *name, int attached);
+/* Prints s as a JSON string. */
+void cli_json_string(const char *s);
+/* Opens the cache (NULL dir: the default one), or prints why not. */
+tc_cache *cli_open_cache(const char *dir);
+
+#endif
