@@ -34,7 +34,8 @@ const char tc_cli_usage_run[] =
     "  --whole-program-units  as for taskcache build (TASKCACHE_UNIT_CODE=whole-program)\n"
     "\n"
     "TASKCACHE_INTERCEPT=0 turns the interceptor off inside a running program, and\n"
-    "TASKCACHE_INTERCEPT=measure lets the driver compile and logs how long it took;\n"
+    "TASKCACHE_INTERCEPT=measure lets the driver compile and logs how long it took,\n"
+    "TASKCACHE_INTERCEPT_TRACE=1 logs every driver lookup and intercepted call;\n"
     "TASKCACHE_INTERCEPT_LIB names the library (else the one beside this program,\n"
     "or in ../lib). Exit status: CMD's; 127 when it cannot be run, 2 usage.\n";
 

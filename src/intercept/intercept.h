@@ -61,6 +61,17 @@ CUresult tc_jit_link_destroy(CUlinkState state);
  * real dlsym and dlvsym, which the interceptor replaces), or NULL. */
 void *tc_libc_function(const char *name);
 
+/* rebind.c: points the dlsym and dlvsym imports of libraries loaded since
+ * the last call at ours (those loaded with RTLD_DEEPBIND bypass the
+ * preloaded ones otherwise). Cheap when nothing was loaded. */
+void tc_rebind_lookups(void *our_dlsym, void *our_dlvsym);
+
+/* A line in $TASKCACHE_LOG (nothing when it is not set). */
+void tc_intercept_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* TASKCACHE_INTERCEPT_TRACE=1: every lookup of a driver function and every
+ * call of a stand-in is noted too (what a program reaches, and how). */
+int tc_intercept_trace(void);
+
 /* Whether interception is on for this process (TASKCACHE_INTERCEPT=0 turns
  * it off: every call then goes straight to the driver). */
 int tc_intercept_enabled(void);

@@ -5,6 +5,8 @@
  * - dlopen("libcuda.so.1") + dlsym or dlvsym (the CUDA runtime, linked
  *   statically into CuPy and cuBLAS, uses dlvsym): both are replaced, and
  *   hand out the stand-in for a driver function they would have returned;
+ *   libraries loaded with RTLD_DEEPBIND (Quadrants' core) import the C
+ *   library's instead, and have their imports pointed here (rebind.c);
  * - cuGetProcAddress (the CUDA runtime, cuda-python): both of its versions
  *   are replaced, and hand out the stand-in for the version of a function
  *   the program asked for (cuLinkAddData or cuLinkAddData_v2).
@@ -223,6 +225,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_
     if (!get)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = get(symbol, pfn, version, flags);
+    if (tc_intercept_trace() && symbol)
+        tc_intercept_note("trace: cuGetProcAddress(%s, %d): %d", symbol, version, rc);
     void *ours;
     if (rc == CUDA_SUCCESS && symbol && pfn && *pfn && tc_intercept_enabled() &&
         (ours = stand_in_for(symbol, version)) != NULL)
@@ -237,6 +241,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
     if (!real_get_proc[1])
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = real_get_proc[1](symbol, pfn, version, flags, status);
+    if (tc_intercept_trace() && symbol)
+        tc_intercept_note("trace: cuGetProcAddress_v2(%s, %d): %d", symbol, version, rc);
     void *ours;
     if (rc == CUDA_SUCCESS && symbol && pfn && *pfn && tc_intercept_enabled() &&
         (ours = stand_in_for(symbol, version)) != NULL)
@@ -246,28 +252,53 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
 
 /* What dlsym or dlvsym found, or our stand-in when it is a driver function
  * we stand in for, found in the driver (libcuda). */
-static void *swap(void *p, const char *name)
+static void *swap(void *p, const char *name, const char *how)
 {
     void *ours;
     Dl_info info;
+    if (tc_intercept_trace() && p && name && name[0] == 'c' && name[1] == 'u' &&
+        !stand_in_named(name))
+        tc_intercept_note("trace: %s(%s): the driver's own", how, name);
     if (!p || !name || !(ours = stand_in_named(name)) || p == ours || !tc_intercept_enabled())
         return p;
     if (!dladdr(p, &info) || !info.dli_fname)
         return p;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
-    return strncmp(base, "libcuda.so", 10) == 0 ? ours : p;
+    int driver = strncmp(base, "libcuda.so", 10) == 0;
+    if (tc_intercept_trace())
+        tc_intercept_note("trace: %s(%s) in %s: %s", how, name, base,
+                          driver ? "the stand-in" : "left alone");
+    return driver ? ours : p;
 }
 
-EXPORT void *dlsym(void *restrict handle, const char *restrict name)
-{
-    pthread_once(&dlsym_once, find_real_dlsym);
-    return real_dlsym ? swap(real_dlsym(handle, name), name) : NULL;
-}
-
+EXPORT void *dlsym(void *restrict handle, const char *restrict name);
 EXPORT void *dlvsym(void *restrict handle, const char *restrict name,
-                    const char *restrict version)
+                    const char *restrict version);
+
+/* A library loaded since the last lookup may import dlsym past us
+ * (RTLD_DEEPBIND): rebind.c points it at ours before its code runs. */
+static void rebind(void)
+{
+    void *a, *b;
+    void *(*s)(void *, const char *) = dlsym;
+    void *(*v)(void *, const char *, const char *) = dlvsym;
+    memcpy(&a, &s, sizeof a);
+    memcpy(&b, &v, sizeof b);
+    if (tc_intercept_enabled())
+        tc_rebind_lookups(a, b);
+}
+
+void *dlsym(void *restrict handle, const char *restrict name)
 {
     pthread_once(&dlsym_once, find_real_dlsym);
-    return real_dlvsym ? swap(real_dlvsym(handle, name, version), name) : NULL;
+    rebind();
+    return real_dlsym ? swap(real_dlsym(handle, name), name, "dlsym") : NULL;
+}
+
+void *dlvsym(void *restrict handle, const char *restrict name, const char *restrict version)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
+    rebind();
+    return real_dlvsym ? swap(real_dlvsym(handle, name, version), name, "dlvsym") : NULL;
 }

@@ -53,6 +53,12 @@ static int intercept_mode(void)
 
 int tc_intercept_enabled(void) { return intercept_mode() != MODE_OFF; }
 
+int tc_intercept_trace(void)
+{
+    const char *t = getenv("TASKCACHE_INTERCEPT_TRACE");
+    return t && *t && strcmp(t, "0") != 0;
+}
+
 static void open_cache(void)
 {
     if (tc_cache_open(NULL, &cache, NULL) != TC_OK)
@@ -68,9 +74,8 @@ static double now(void)
 
 /* One line in $TASKCACHE_LOG, opened for each line so that forks and
  * threads need no shared state. */
-static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void note(const char *fmt, ...)
+#define note tc_intercept_note
+void note(const char *fmt, ...)
 {
     const char *path = getenv("TASKCACHE_LOG");
     if (!path || !*path)
@@ -362,8 +367,10 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
         return CUDA_ERROR_NOT_SUPPORTED;
 #define PASS() (ex ? d->cuModuleLoadDataEx(module, image, n, options, values) \
                    : d->cuModuleLoadData(module, image))
-    size_t len;
-    if (!tc_intercept_enabled() || !(len = ptx_length(image)))
+    size_t len = image ? ptx_length(image) : 0;
+    if (tc_intercept_trace())
+        note("trace: %s(%s)", call, len ? "PTX" : "not PTX");
+    if (!tc_intercept_enabled() || !len)
         return PASS();
     double t0 = now();
     if (intercept_mode() == MODE_MEASURE) {
@@ -406,8 +413,10 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     if (!d->cuLibraryLoadData)
         return CUDA_ERROR_NOT_SUPPORTED;
 #define PASS() d->cuLibraryLoadData(library, code, options, values, n, lib_options, lib_values, lib_n)
-    size_t len;
-    if (!tc_intercept_enabled() || !(len = ptx_length(code)) || lib_n > 16)
+    size_t len = code ? ptx_length(code) : 0;
+    if (tc_intercept_trace())
+        tc_intercept_note("trace: cuLibraryLoadData(%s)", len ? "PTX" : "not PTX");
+    if (!tc_intercept_enabled() || !len || lib_n > 16)
         return PASS();
     double t0 = now();
     if (intercept_mode() == MODE_MEASURE) {
@@ -519,6 +528,8 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     if (!d->cuLinkCreate[v])
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = d->cuLinkCreate[v](n, options, values, state);
+    if (tc_intercept_trace())
+        note("trace: cuLinkCreate%s(%u options): %d", v ? "_v2" : "", n, rc);
     if (rc != CUDA_SUCCESS || !tc_intercept_enabled())
         return rc;
     pthread_once(&fork_once, install_fork_handlers);
@@ -622,6 +633,8 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
     if (!d->cuLinkAddData[v])
         return CUDA_ERROR_NOT_SUPPORTED;
     session *s = tc_intercept_enabled() ? find(state) : NULL;
+    if (tc_intercept_trace())
+        note("trace: cuLinkAddData%s(type %d, %zu bytes)", v ? "_v2" : "", (int)type, size);
     if (s && !s->passed) {
         size_t len = type == CU_JIT_INPUT_PTX ? ptx_length(data) : 0;
         int kept;

@@ -25,7 +25,7 @@ extern "C" __global__ void kb(float *o, int n) { int i = threadIdx.x; if (i < n)
 extern "C" __global__ void kc(float *o, int n) { int i = threadIdx.x; if (i < n) o[i] *= 3.0f; }
 """
 
-PATHS = ["linked", "dlsym", "dlvsym", "proc1", "proc2"]
+PATHS = ["linked", "dlsym", "dlvsym", "deepbind", "proc1", "proc2"]
 LIB = BUILD / "libtaskcache_intercept.so"
 
 

@@ -4,13 +4,16 @@
 For each JIT that hands PTX to the CUDA driver, fresh processes with and
 without `taskcache run`, the same inputs, results hashed:
 
-  quadrants  one kernel of N top-level loops (N offloaded tasks, default 200):
-             first call cold (empty Quadrants and driver caches), warm, and
-             after editing one loop, each with and without taskcache, three
-             times (medians); the time the driver (TASKCACHE_INTERCEPT=measure)
-             or taskcache spends turning PTX into machine code, from the log
+  physics    a Genesis-like physics step in Quadrants, one kernel of 20
+             substeps whose top-level loops are 220 offloaded tasks: first
+             call cold (empty Quadrants and driver caches), warm, after
+             editing one task, and with Quadrants' own cache off, each with
+             and without taskcache, three times (medians); the time the
+             driver (TASKCACHE_INTERCEPT=measure) or taskcache spends turning
+             PTX into machine code, from the log
+  quadrants  the same with a kernel of N one-line loops (default 200)
   cupy       a RawModule of 24 kernels compiled by NVRTC to PTX
-             (CUPY_CUDA_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
+             (CUPY_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
   numba      numba-cuda kernels (NVVM -> PTX -> the driver's linker)
 
 Results must be identical with and without taskcache, also with
@@ -34,6 +37,28 @@ import textwrap
 import time
 
 # ---- the JIT programs (each run in a fresh process) ---------------------------------------
+
+PHYSICS = r'''
+import hashlib, importlib.util, json, sys, time
+import numpy as np
+import quadrants as qd
+kernel_path, cache_dir = sys.argv[1], sys.argv[2]
+qd.init(arch=qd.cuda, default_fp=qd.f32, offline_cache=cache_dir != "-", **({"offline_cache_file_path": cache_dir} if cache_dir != "-" else {}))
+spec = importlib.util.spec_from_file_location("physics", kernel_path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+mod.fields()
+mod.init()
+qd.sync()
+t0 = time.time()
+mod.step(1e-3)
+qd.sync()
+first = time.time() - t0
+h = hashlib.sha256()
+for f in (mod.pos, mod.vel, mod.contacts):
+    h.update(f.to_numpy().tobytes())
+print(json.dumps({"first_call": first, "hash": h.hexdigest()}))
+'''
 
 QUADRANTS = r'''
 import hashlib, importlib.util, json, sys, time
@@ -94,6 +119,126 @@ print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.copy_
 '''
 
 
+def physics_kernel(substeps, edit=-1):
+    """A Genesis-like step: SUBSTEPS substeps of particles, an SPH density
+    and pressure pass, rigid bodies and contacts; every top-level loop of a
+    substep is an offloaded task (11 a substep). The edit changes one task:
+    the position update of substep `edit`. Deterministic (no random numbers,
+    no float atomics) so that results can be compared bit for bit."""
+    return textwrap.dedent(f'''
+        import quadrants as qd
+
+        SUBSTEPS, N, NB, EDIT = {substeps}, 4096, 64, {edit}
+        pos = vel = force = rho = pres = mass = bpos = bvel = grid = contacts = None
+
+
+        def fields():
+            global pos, vel, force, rho, pres, mass, bpos, bvel, grid, contacts
+            pos = qd.Vector.field(3, qd.f32, shape=N)
+            vel = qd.Vector.field(3, qd.f32, shape=N)
+            force = qd.Vector.field(3, qd.f32, shape=N)
+            rho = qd.field(qd.f32, shape=N)
+            pres = qd.field(qd.f32, shape=N)
+            mass = qd.field(qd.f32, shape=N)
+            bpos = qd.Vector.field(3, qd.f32, shape=NB)
+            bvel = qd.Vector.field(3, qd.f32, shape=NB)
+            grid = qd.field(qd.i32, shape=(32, 32, 32))
+            contacts = qd.field(qd.i32, shape=SUBSTEPS)
+
+
+        @qd.func
+        def sdf_box(p, h):
+            q = abs(p) - h
+            return qd.max(q, 0.0).norm() + qd.min(qd.max(q[0], qd.max(q[1], q[2])), 0.0)
+
+
+        @qd.func
+        def contact_impulse(vn, depth, k, damp, dt):
+            j = 0.0
+            if depth < 0.0:
+                j = qd.max(-k * depth * dt - damp * vn, 0.0)
+            return j
+
+
+        @qd.func
+        def poly6(r2, h):
+            w = 0.0
+            if r2 < h * h:
+                d = h * h - r2
+                w = 315.0 / (64.0 * 3.14159265 * h ** 9) * d * d * d
+            return w
+
+
+        @qd.func
+        def spiky(r, h):
+            w = 0.0
+            if 0.0 < r < h:
+                w = -45.0 / (3.14159265 * h ** 6) * (h - r) * (h - r)
+            return w
+
+
+        @qd.kernel
+        def init():
+            for i in pos:
+                pos[i] = qd.Vector([(i % 16) / 16.0, (i // 16 % 16) / 8.0, (i // 256) / 16.0])
+                vel[i] = qd.Vector([0.0, 0.0, 0.0])
+                mass[i] = 1.0 + 0.01 * (i % 10)
+            for b in bpos:
+                bpos[b] = qd.Vector([(b % 8) / 8.0, 1.0 + (b // 8) / 8.0, 0.5])
+
+
+        @qd.kernel
+        def step(dt: qd.f32):
+            for s in qd.static(range(SUBSTEPS)):
+                h = 0.05 + 0.002 * s
+                stiff = 1000.0 + 50.0 * s
+                scale = 1.0001 if s == EDIT else 1.0
+                for i in force:
+                    force[i] = qd.Vector([0.0, -9.81 * mass[i], 0.0])
+                for I in qd.grouped(grid):
+                    grid[I] = 0
+                for i in pos:
+                    c = qd.max(qd.min(qd.cast(qd.floor(pos[i] * 16.0), qd.i32), 31), 0)
+                    qd.atomic_add(grid[c], 1)
+                for i in rho:
+                    acc = 0.0
+                    for k in range(8):
+                        j = (i + k * (17 + s)) % N
+                        d = pos[i] - pos[j]
+                        acc += mass[j] * poly6(d.dot(d), h)
+                    rho[i] = qd.max(acc, 500.0)
+                    pres[i] = stiff * ((rho[i] / 1000.0) ** 7 - 1.0)
+                for i in force:
+                    f = qd.Vector([0.0, 0.0, 0.0])
+                    for k in range(8):
+                        j = (i + k * (13 + s) + 1) % N
+                        d = pos[i] - pos[j]
+                        r = d.norm() + 1e-6
+                        f -= mass[j] * (pres[i] + pres[j]) / (2.0 * rho[j]) * spiky(r, h) * d / r
+                    force[i] += f
+                for i in vel:
+                    vel[i] += dt * force[i] / mass[i]
+                    vel[i] *= 1.0 - 0.01 * (s % 3)
+                for i in pos:
+                    for b in range(NB):
+                        p = pos[i] - bpos[b]
+                        d = p.norm() - (0.05 + 0.001 * s)
+                        if d < 0.0:
+                            n = p / (p.norm() + 1e-9)
+                            vel[i] += contact_impulse(vel[i].dot(n), d, stiff, 2.0, dt) * n
+                            qd.atomic_add(contacts[s], 1)
+                for i in pos:
+                    d = sdf_box(pos[i] - qd.Vector([0.5, 0.0, 0.5]), qd.Vector([0.6, 0.05 + 0.01 * s, 0.6]))
+                    if d < 0.0:
+                        vel[i][1] += contact_impulse(vel[i][1], d, stiff, 1.0, dt)
+                for i in pos:
+                    pos[i] += dt * vel[i] * scale
+                for b in bpos:
+                    bvel[b][1] -= 9.81 * dt
+                    bpos[b] += dt * bvel[b]
+        ''')
+
+
 def quadrants_kernel(ntasks, edit=-1):
     lines = ["import quadrants as qd", "", "",
              "@qd.kernel",
@@ -113,7 +258,8 @@ class Runner:
         self.a = args
         self.work = tempfile.mkdtemp(prefix="intercept-check-")
         self.programs = {}
-        for name, text in (("quadrants", QUADRANTS), ("cupy", CUPY), ("numba", NUMBA)):
+        for name, text in (("quadrants", QUADRANTS), ("physics", PHYSICS), ("cupy", CUPY),
+                           ("numba", NUMBA)):
             p = os.path.join(self.work, name + "_prog.py")
             with open(p, "w") as f:
                 f.write(textwrap.dedent(text))
@@ -158,14 +304,20 @@ def fresh(runner, name):
     return d
 
 
-def check_quadrants(runner, rows, problems):
-    ntasks = runner.a.tasks
-    kern = os.path.join(runner.work, "kern.py")
-    kern_edit = os.path.join(runner.work, "kern_edit.py")
+def check_quadrants(runner, rows, problems, physics):
+    """The loops kernel (N one-line tasks) or the physics step (--substeps,
+    11 tasks each)."""
+    n = runner.a.substeps if physics else runner.a.tasks
+    make = physics_kernel if physics else quadrants_kernel
+    prog = "physics" if physics else "quadrants"
+    label = (f"physics {n} substeps ({11 * n} tasks)" if physics else f"quadrants {n} tasks")
+    kern = os.path.join(runner.work, prog + "_kern.py")
+    kern_edit = os.path.join(runner.work, prog + "_kern_edit.py")
     with open(kern, "w") as f:
-        f.write(quadrants_kernel(ntasks))
+        f.write(make(n))
     with open(kern_edit, "w") as f:
-        f.write(quadrants_kernel(ntasks, edit=ntasks // 3))
+        f.write(make(n, edit=n // 3))
+    extra = [] if physics else [n]
     res = {}
     # driver: plain processes (no interceptor); measure: the interceptor in
     # measure mode, for the driver's PTX time; taskcache: under taskcache run
@@ -178,10 +330,10 @@ def check_quadrants(runner, rows, problems):
             kw = dict(taskcache=mode.startswith("taskcache"), measure=mode == "measure",
                       ewp=mode == "taskcache-ewp", tc_cache=tc_cache, env=env)
             for scen, path in (("cold", kern), ("warm", kern), ("edit", kern_edit)):
-                r = runner.run("quadrants", [path, qd_cache, ntasks], **kw)
+                r = runner.run(prog, [path, qd_cache, *extra], **kw)
                 res.setdefault((mode, scen), []).append(r)
             # Quadrants' own cache off, the driver's (or taskcache's) warm
-            r = runner.run("quadrants", [kern, "-", ntasks], **kw)
+            r = runner.run(prog, [kern, "-", *extra], **kw)
             res.setdefault((mode, "no-qd-cache"), []).append(r)
     for scen in ("cold", "warm", "edit", "no-qd-cache"):
         d, t = res[("driver", scen)], res[("taskcache", scen)]
@@ -189,14 +341,14 @@ def check_quadrants(runner, rows, problems):
         mt = statistics.median(x["first_call"] for x in t)
         pd = statistics.median(x["ptx_seconds"] for x in res[("measure", scen)])
         pt = statistics.median(x["ptx_seconds"] for x in t)
-        rows.append((f"quadrants {ntasks} tasks: {scen}", f"{md:.2f} s", f"{mt:.2f} s",
+        rows.append((f"{label}: {scen}", f"{md:.2f} s", f"{mt:.2f} s",
                      f"{md / mt:.2f}x" if mt else "-", f"{pd:.3f} s", f"{pt:.3f} s"))
         hashes = {x["hash"] for x in d + t + res[("measure", scen)] + res[("taskcache-ewp", scen)]}
         if len(hashes) != 1:
-            problems.append(f"quadrants {scen}: results differ with taskcache ({len(hashes)} hashes)")
+            problems.append(f"{label} {scen}: results differ with taskcache ({len(hashes)} hashes)")
         passed = [l for x in t + res[("taskcache-ewp", scen)] for l in x["passed"]]
         if passed:
-            problems.append(f"quadrants {scen}: calls passed to the driver: {passed[:2]}")
+            problems.append(f"{label} {scen}: calls passed to the driver: {passed[:2]}")
     return {f"{m}/{s}": [{k: v for k, v in x.items() if k != "log"} for x in xs]
             for (m, s), xs in res.items()}
 
@@ -229,7 +381,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--taskcache", required=True)
     ap.add_argument("--out", default=".")
-    ap.add_argument("--tasks", type=int, default=200)
+    ap.add_argument("--tasks", type=int, default=200, help="tasks of the loops kernel")
+    ap.add_argument("--substeps", type=int, default=20, help="substeps of the physics step")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--skip", default="")
     ap.add_argument("--need", default="", help="JITs whose absence is a failure")
@@ -238,7 +391,8 @@ def main():
     rows, problems, missing, doc = [], [], [], {}
     skip = set(filter(None, a.skip.split(",")))
     need = set(filter(None, a.need.split(",")))
-    for name, module in (("quadrants", "quadrants"), ("cupy", "cupy"), ("numba", "numba.cuda")):
+    for name, module in (("physics", "quadrants"), ("quadrants", "quadrants"), ("cupy", "cupy"),
+                         ("numba", "numba.cuda")):
         if name in skip:
             continue
         try:
@@ -248,10 +402,10 @@ def main():
             continue
         print(f"[intercept] {name} ...", flush=True)
         try:
-            if name == "quadrants":
-                doc[name] = check_quadrants(runner, rows, problems)
+            if name in ("quadrants", "physics"):
+                doc[name] = check_quadrants(runner, rows, problems, physics=name == "physics")
             else:
-                env = {"CUPY_CUDA_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
+                env = {"CUPY_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
                 doc[name] = check_simple(runner, name, rows, problems, env)
         except Exception as e:
             problems.append(f"{name}: {e}")

@@ -8,6 +8,8 @@
  *   dlsym    dlopen("libcuda.so.1") + dlsym
  *   dlvsym   dlopen("libcuda.so.1") + dlvsym (as the CUDA runtime does; the fake's
  *            functions have the version FAKE_CUDA_1)
+ *   deepbind dlsym inside a library loaded with RTLD_DEEPBIND (libdeep_lookup.so
+ *            beside this program), as Quadrants' core does
  *   proc1    cuGetProcAddress (first version), asking for CUDA 12.8
  *   proc2    cuGetProcAddress_v2, asking for CUDA 12.8
  *   proc-old cuGetProcAddress asking for CUDA 5.5 (the first link functions)
@@ -105,7 +107,25 @@ static int find_driver(const char *path)
                            "cuLinkCreate",     "cuLinkAddData",      "cuLinkAddFile",
                            "cuLinkComplete",   "cuLinkDestroy"};
     void *p[8];
-    if (!strcmp(path, "dlsym") || !strcmp(path, "dlvsym")) {
+    if (!strcmp(path, "deepbind")) {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
+        if (n <= 0)
+            return -1;
+        self[n] = '\0';
+        strcpy(strrchr(self, '/') + 1, "libdeep_lookup.so");
+        void *deep = dlopen(self, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+        void *(*lookup)(const char *);
+        void *f = deep ? dlsym(deep, "deep_lookup") : NULL;
+        if (!f)
+            return -1;
+        memcpy(&lookup, &f, sizeof f);
+        const char *exact[] = {"cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
+                               "cuLinkCreate_v2",  "cuLinkAddData_v2",   "cuLinkAddFile_v2",
+                               "cuLinkComplete",   "cuLinkDestroy"};
+        for (int i = 0; i < 8; i++)
+            p[i] = lookup(exact[i]);
+    } else if (!strcmp(path, "dlsym") || !strcmp(path, "dlvsym")) {
         const char *exact[] = {"cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
                                "cuLinkCreate_v2",  "cuLinkAddData_v2",   "cuLinkAddFile_v2",
                                "cuLinkComplete",   "cuLinkDestroy"};
