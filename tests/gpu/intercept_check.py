@@ -295,6 +295,11 @@ class Runner:
         out["compiled"] = sum(int(m.group(1)) for l in lines
                               for m in [re.search(r"(\d+) compiled", l)] if m)
         out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
+        # progress, so that a run cut short still says what it measured
+        mode = "measure" if measure else "taskcache-ewp" if ewp else "taskcache" if taskcache else "driver"
+        print(f"  {prog} {mode} {' '.join(map(str, argv[:1]))[-30:]}: first call "
+              f"{out.get('first_call', 0):.2f} s, PTX {out['ptx_seconds']:.3f} s, "
+              f"compiled {out['compiled']}, wall {wall:.1f} s", flush=True)
         return out
 
 
@@ -322,20 +327,25 @@ def check_quadrants(runner, rows, problems, physics):
     # driver: plain processes (no interceptor); measure: the interceptor in
     # measure mode, for the driver's PTX time; taskcache: under taskcache run
     # taskcache-ewp: whole-program units, for the identity of results only
-    for mode in ("driver", "measure", "taskcache", "taskcache-ewp"):
+    for mode in runner.a.modes.split(","):
         for rep in range(runner.a.reps if mode in ("driver", "taskcache") else 1):
             qd_cache, cuda_cache = fresh(runner, "qd"), fresh(runner, "cuda")
             tc_cache = fresh(runner, "tc")
             env = {"CUDA_CACHE_PATH": cuda_cache}
             kw = dict(taskcache=mode.startswith("taskcache"), measure=mode == "measure",
                       ewp=mode == "taskcache-ewp", tc_cache=tc_cache, env=env)
+            scens = runner.a.scenarios.split(",")
             for scen, path in (("cold", kern), ("warm", kern), ("edit", kern_edit)):
-                r = runner.run(prog, [path, qd_cache, *extra], **kw)
-                res.setdefault((mode, scen), []).append(r)
-            # Quadrants' own cache off, the driver's (or taskcache's) warm
-            r = runner.run(prog, [kern, "-", *extra], **kw)
-            res.setdefault((mode, "no-qd-cache"), []).append(r)
+                if scen in scens:
+                    r = runner.run(prog, [path, qd_cache, *extra], **kw)
+                    res.setdefault((mode, scen), []).append(r)
+            if "no-qd-cache" in scens:
+                # Quadrants' own cache off, the driver's (or taskcache's) warm
+                r = runner.run(prog, [kern, "-", *extra], **kw)
+                res.setdefault((mode, "no-qd-cache"), []).append(r)
     for scen in ("cold", "warm", "edit", "no-qd-cache"):
+        if not all((m, scen) in res for m in ("driver", "measure", "taskcache", "taskcache-ewp")):
+            continue  # --modes left one out: the progress lines are the figures
         d, t = res[("driver", scen)], res[("taskcache", scen)]
         md = statistics.median(x["first_call"] for x in d)
         mt = statistics.median(x["first_call"] for x in t)
@@ -385,6 +395,12 @@ def main():
     ap.add_argument("--substeps", type=int, default=20, help="substeps of the physics step")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--modes", default="driver,measure,taskcache,taskcache-ewp",
+                    help="Quadrants runs: plain (driver), the interceptor measuring the driver, "
+                    "taskcache, taskcache with whole-program units")
+    ap.add_argument("--scenarios", default="cold,warm,edit,no-qd-cache",
+                    help="Quadrants scenarios, in this order within each repetition (warm and "
+                    "edit follow cold)")
     ap.add_argument("--need", default="", help="JITs whose absence is a failure")
     a = ap.parse_args()
     runner = Runner(a)
