@@ -142,6 +142,10 @@ typedef struct tc_stats {
     uint64_t max_size;                 /* the size limit in bytes */
     uint64_t stats_skipped;            /* builds whose counts are missing above: another
                                           process held the statistics' lock */
+    /* `taskcache run`: PTX inputs of CUDA driver calls that taskcache built,
+       and those the driver compiled itself (the log says why); the PTX of a
+       link that turns out to have a second input counts in both */
+    uint64_t driver_built, driver_passed;
 } tc_stats;
 
 /* Reads the statistics. Thread-safe. */
@@ -167,6 +171,8 @@ typedef struct tc_stats_field {
                                adjacent host rows is not 0 */
 #define TC_STATS_BYTES 8u   /* a number of bytes */
 #define TC_STATS_LIMIT 16u  /* a limit, where 0 means none */
+#define TC_STATS_INTERCEPT 32u /* about `taskcache run`: worth showing when a figure of its
+                                  run of adjacent such rows is not 0 */
 
 /* Every member of tc_stats, in the order `taskcache stats` shows them.
  * @return the table (static, never NULL); *count receives its length. */

@@ -69,6 +69,13 @@ void tc_cache_release(tc_cache *c)
 
 void tc_cache_close(tc_cache *c) { tc_cache_release(c); }
 
+void tc_cache_count(tc_cache *c, int counter, uint64_t n)
+{
+    tc_counters delta = {{0}};
+    delta.v[counter] = n;
+    (void)tc_stats_add(c->store, &delta, NULL); /* statistics never fail anything */
+}
+
 const char *tc_cache_dir(const tc_cache *c) { return c->dir; }
 
 const char *tc_cache_warning(const tc_cache *c) { return tc_store_warning(c->store); }

@@ -34,6 +34,8 @@ struct tc_options {
     tc_compiler compiler;
     tc_unit_code unit_code;
     const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
+    int driver_load;       /* not public: the build stands in for a driver load (`taskcache
+                              run`) and counts as one in the statistics */
 };
 
 /* The options' cancel flag is raised. */
@@ -53,6 +55,9 @@ struct tc_cache {
  * only after the last such call returns. NULL is allowed. */
 void tc_cache_hold(tc_cache *c);
 void tc_cache_release(tc_cache *c);
+/* Adds n to one of the cache's counters (TC_C_* of store/stats.h) outside
+ * any build: what `taskcache run` passed on to the driver. */
+void tc_cache_count(tc_cache *c, int counter, uint64_t n);
 
 struct tc_result {
     tc_status status;

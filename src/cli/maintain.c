@@ -127,16 +127,29 @@ static uint64_t stat_value(const tc_stats *s, const tc_stats_field *f)
     return v;
 }
 
-/* A row of host figures is shown when one of its run of adjacent host
- * rows is not 0 (a cache no host uses does not list them). */
-static int host_run_used(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i)
+/* A row of optional figures (host tasks, `taskcache run`: FLAG) is shown
+ * when one of its run of adjacent rows with that flag is not 0 (a cache no
+ * host or interceptor uses does not list them). */
+static int run_used(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i,
+                    unsigned flag)
 {
-    while (i > 0 && (f[i - 1].flags & TC_STATS_HOST))
+    while (i > 0 && (f[i - 1].flags & flag))
         i--;
-    for (; i < n && (f[i].flags & TC_STATS_HOST); i++)
+    for (; i < n && (f[i].flags & flag); i++)
         if (stat_value(s, &f[i]))
             return 1;
     return 0;
+}
+
+static int shown(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i)
+{
+    static const unsigned optional[] = {TC_STATS_HOST, TC_STATS_INTERCEPT};
+    if (!f[i].label)
+        return 0;
+    for (size_t k = 0; k < sizeof optional / sizeof *optional; k++)
+        if ((f[i].flags & optional[k]) && !run_used(s, f, n, i, optional[k]))
+            return 0;
+    return 1;
 }
 
 /* `taskcache stats`: one line per figure with a label, in the table's
@@ -153,7 +166,7 @@ static void print_stats_text(const tc_cache *c, const tc_stats *s)
     for (size_t i = 0; i < n; i++) {
         uint64_t v = stat_value(s, &f[i]);
         int first_of_pair = (f[i].flags & TC_STATS_SHARE) && shares++ % 2 == 0;
-        if (!f[i].label || ((f[i].flags & TC_STATS_HOST) && !host_run_used(s, f, n, i)))
+        if (!shown(s, f, n, i))
             continue;
         char human[32];
         if (f[i].flags & TC_STATS_BYTES) {

@@ -26,6 +26,10 @@
 
 #include "taskcache.h"
 
+/* the library's internals, for the statistics of `taskcache run` */
+#include "api/handles.h"
+#include "store/stats.h"
+
 #include "intercept/intercept.h"
 
 enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
@@ -326,6 +330,8 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
     }
     pthread_once(&cache_once, open_cache);
     tc_options *opts = tc_options_new();
+    if (opts)
+        opts->driver_load = 1; /* counted as driver_built when it succeeds */
     tc_result *r = NULL;
     tc_status st = TC_ERR_NOMEM;
     const char *code = getenv("TASKCACHE_UNIT_CODE");
@@ -345,6 +351,17 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
              diag);
     tc_result_free(r);
     return NULL;
+}
+
+/* A PTX input the driver compiles after all: driver_passed in `taskcache
+ * stats` (the log says why). */
+static void count_passed(void)
+{
+    if (intercept_mode() == MODE_MEASURE)
+        return;
+    pthread_once(&cache_once, open_cache);
+    if (cache)
+        tc_cache_count(cache, TC_C_DRIVER_PASSED, 1);
 }
 
 static void note_built(const char *call, const tc_result *r, double t)
@@ -385,6 +402,7 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
     tc_result *r = o.why[0] ? NULL : build(call, image, len, &o);
     if (!r) {
         note("%s: passed to the driver: %s", call, o.why);
+        count_passed();
         return PASS();
     }
     size_t size;
@@ -393,6 +411,7 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
     if (rc != CUDA_SUCCESS) {
         note("%s: the driver refused taskcache's cubin (error %d): passed to the driver", call,
              rc);
+        count_passed();
         tc_result_free(r);
         return PASS();
     }
@@ -431,6 +450,7 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     tc_result *r = o.why[0] ? NULL : build("cuLibraryLoadData", code, len, &o);
     if (!r) {
         note("cuLibraryLoadData: passed to the driver: %s", o.why);
+        count_passed();
         return PASS();
     }
     /* CU_LIBRARY_BINARY_IS_PRESERVED lets the driver keep pointing into
@@ -450,6 +470,7 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     if (rc != CUDA_SUCCESS) {
         note("cuLibraryLoadData: the driver refused taskcache's cubin (error %d): passed to "
              "the driver", rc);
+        count_passed();
         tc_result_free(r);
         return PASS();
     }
@@ -559,6 +580,7 @@ static CUresult pass_session(session *s, const char *why)
         const tc_real_driver *d = tc_real();
         rc = d->cuLinkAddData[s->v](s->state, CU_JIT_INPUT_PTX, s->ptx, s->len + 1, s->name,
                                     s->n, s->options, s->option_values);
+        count_passed(); /* built, and the driver compiles it too */
     }
     note("cuLinkAddData: the driver links this session: %s", why);
     drop_input(s);
@@ -643,6 +665,8 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
         if (kept || rc != CUDA_SUCCESS)
             return rc;
     }
+    if (s && type == CU_JIT_INPUT_PTX)
+        count_passed();
     if (s && intercept_mode() == MODE_MEASURE && type == CU_JIT_INPUT_PTX) {
         double t0 = now(); /* the driver compiles PTX as it is added */
         CUresult rc = d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
@@ -682,6 +706,8 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
         if (kept || rc != CUDA_SUCCESS)
             return rc;
     }
+    if (s && type == CU_JIT_INPUT_PTX)
+        count_passed();
     return d->cuLinkAddFile[v](state, type, path, n, options, values);
 }
 

@@ -305,6 +305,8 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
     if (s->call != TC_CALL_EXPLAIN && s->store) {
         if (s->call == TC_CALL_BUILD)
             s->delta.v[TC_C_BUILDS]++;
+        if (s->call == TC_CALL_BUILD && st == TC_OK && s->o->driver_load)
+            s->delta.v[TC_C_DRIVER_BUILT]++;
         tc_counters after; /* statistics never fail a build */
         if (tc_stats_add(s->store, &s->delta, &after) == 0)
             keep_within_limit(s, &after);

@@ -47,6 +47,10 @@
     X(EVICTIONS, evictions, "evicted records", TC_S_COUNT)                               \
     X(STORE_ERRORS, store_errors, "records not written", TC_S_COUNT)                     \
     X(STATS_SKIPPED, stats_skipped, "counts not recorded (lock busy)", TC_S_COUNT)       \
+    X(DRIVER_BUILT, driver_built, "driver loads built (taskcache run)",                  \
+      TC_S_COUNT | TC_STATS_INTERCEPT)                                                   \
+    X(DRIVER_PASSED, driver_passed, "  passed on to the driver",                         \
+      TC_S_COUNT | TC_STATS_INTERCEPT)                                                   \
     X(MODULE_RECORDS, module_records, "module records on disk", 0)                       \
     X(UNIT_RECORDS, unit_records, "unit records on disk", 0)                             \
     X(TASK_RECORDS, task_records, "task records on disk", TC_STATS_HOST)                 \

@@ -177,7 +177,7 @@ STATS_FIGURES = [
     "builds", "module_hits", "module_misses", "whole_builds", "compile_errors", "unit_hits",
     "unit_misses", "task_hits", "task_misses", "codegen_calls", "group_hits", "group_misses",
     "compiles", "records_written", "bytes_written", "bad_records", "waited", "evictions",
-    "store_errors", "stats_skipped", "module_records", "unit_records", "task_records",
+    "store_errors", "stats_skipped", "driver_built", "driver_passed", "module_records", "unit_records", "task_records",
     "group_records", "disk_bytes", "max_size"]
 
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tchelp import ARCH, TASKCACHE, build, nvcc_ptx
+from tchelp import ARCH, TASKCACHE, build, nvcc_ptx, stats, tc
 
 BUILD = pathlib.Path(TASKCACHE).resolve().parent
 FAKE_DIR = BUILD / "tests" / "intercept"
@@ -215,6 +215,23 @@ def test_off_switch_measure_mode_and_no_taskcache(tmp_path, ptx):
         assert any("the driver compiled" in l for l in p.log), p.log
     p = run("proc2", "load", ptx, under_taskcache=False)
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+
+
+def test_taskcache_stats_counts_what_the_interceptor_did(tmp_path, ptx):
+    run = Run(tmp_path)
+    build(ptx, tmp_path / "k.cubin", run.cache)
+    assert "driver loads" not in tc("stats", "--cache-dir", run.cache).stdout  # none yet
+    run("proc2", "load", ptx)                           # built (from the cache)
+    run("proc1", "library", ptx)                        # built
+    run("linked", "loadex", ptx, "threads=128")         # passed: an option taskcache lacks
+    run("proc2", "load", ptx, env={"TASKCACHE_INTERCEPT": "0"})        # not seen
+    run("proc2", "load", ptx, env={"TASKCACHE_INTERCEPT": "measure"})  # the driver's, measured
+    other = nvcc_ptx(KERNELS.replace("k", "x"), tmp_path / "o.ptx")
+    run("proc2", "link", ptx, other)  # built, then replayed with a second PTX input: 2 passed
+    s = stats(run.cache)
+    assert (s["driver_built"], s["driver_passed"]) == (3, 3), s
+    text = tc("stats", "--cache-dir", run.cache).stdout
+    assert "driver loads built (taskcache run)" in text and "passed on to the driver" in text
 
 
 def test_threads_and_fork(tmp_path, ptx):
