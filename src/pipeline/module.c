@@ -16,6 +16,7 @@
 #include "pipeline/payload.h"
 #include "pipeline/split.h"
 #include "ptx/units.h"
+#include "toolchain/spawn.h"
 #include "util/fs.h"
 
 static int explaining(const tc_ptx_job *j) { return j->s->call == TC_CALL_EXPLAIN; }
@@ -114,6 +115,17 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
     tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
     char in[TC_PATH_MAX];
     snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
+    /* a crash of ptxas fails the build; one of the in-process compiler would
+     * end the program. The keys name the in-process compiler, so what ptxas
+     * makes here is not kept as the module's record. */
+    j->other_compiler = s->in_process && j->m.may_crash_compiler && s->ptxas[0];
+    if (j->other_compiler) {
+        tc_sb_printf(&r->diag, "%s: note: compiled by %s in a process of its own (ptxas 13.0 "
+                     "aborts on some modules with a parameter named like a module symbol)\n",
+                     s->name, s->ptxas);
+        s->in_process = 0;
+        r->report.in_process = 0;
+    }
     if (!s->in_process && tc_write_file(in, j->src, j->len) != 0)
         return tc_session_fail(s, TC_ERR_IO, "cannot write %s: %s", in, strerror(errno));
     tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
@@ -133,8 +145,10 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
         tc_sb_append(&r->diag, j->warnings.data, j->warnings.len);
         if (code != 0) {
             st = TC_ERR_COMPILE;
+            char how[64];
+            tc_describe_exit(code, how, sizeof how);
             if (!errors)
-                tc_session_fail(s, TC_ERR_COMPILE, "ptxas failed (exit code %d)", code);
+                tc_session_fail(s, TC_ERR_COMPILE, "ptxas %s", how);
         } else {
             r->image = tc_sb_take(&output, &r->image_len);
             if (!r->image || tc_entries_take_resources(r->entries, r->nentries,
@@ -238,7 +252,8 @@ static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, s
     j.input_len = size;
     j.len = tc_ptx_text_len(j.src, size);
     tc_status st = build(&j);
-    if (st == TC_OK && !explaining(&j) && module_tier(&j) && !s.r->report.module_hit)
+    if (st == TC_OK && !explaining(&j) && module_tier(&j) && !s.r->report.module_hit &&
+        !j.other_compiler)
         store_module(&j);
     tc_split_free(&j);
     tc_slicer_free(j.slicer);

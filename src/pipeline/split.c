@@ -15,6 +15,7 @@
 #include "pipeline/payload.h"
 #include "pipeline/pool.h"
 #include "ptx/units.h"
+#include "toolchain/spawn.h"
 #include "store/record.h"
 #include "util/fs.h"
 #include "util/map.h"
@@ -480,8 +481,9 @@ static tc_status unit_diagnostics(tc_ptx_job *j)
         size_t e = tc_ptxas_diagnostics(u->log.data ? u->log.data : "", u->log.len, &x->map,
                                         s->name, &j->warnings);
         if (u->exit_code != 0 && !e) {
-            tc_sb_printf(&j->warnings, "%s: error: ptxas failed (exit code %d)\n", s->name,
-                         u->exit_code);
+            char how[64];
+            tc_describe_exit(u->exit_code, how, sizeof how);
+            tc_sb_printf(&j->warnings, "%s: error: ptxas %s\n", s->name, how);
             e = 1;
         }
         errors += e;

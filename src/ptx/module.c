@@ -882,6 +882,7 @@ static void check_hidden_names(parser *p)
             whole(p->m, "parameter '%.*s' at line %u is named like a module symbol, which "
                         "ptxas resolves differently depending on the functions that follow",
                   (int)(t->len > 64 ? 64 : t->len), t->p, t->line);
+            p->m->may_crash_compiler = 1;
             return;
         }
     }

@@ -127,6 +127,10 @@ typedef struct tc_ptx_module {
     /* Set when the module holds a construct that cannot be split safely;
      * the module is then compiled whole. Static strings or owned text. */
     char whole_reason[256];
+    /* ptxas 13.0 aborts (a double free) on some modules of this shape; the
+     * in-process compiler would take the calling process with it, so such
+     * a module is compiled by a ptxas process where there is one. */
+    int may_crash_compiler;
 } tc_ptx_module;
 
 typedef struct tc_ptx_error {

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,4 +71,13 @@ int tc_spawn(char *const argv[], const char *log_path, tc_sb *capture, int *exit
     else
         *exit_code = 255;
     return 0;
+}
+
+void tc_describe_exit(int exit_code, char *out, size_t cap)
+{
+    int sig = exit_code - 128;
+    if (sig > 0 && sig < 65)
+        snprintf(out, cap, "was killed by signal %d, %s", sig, strsignal(sig));
+    else
+        snprintf(out, cap, "failed (exit code %d)", exit_code);
 }

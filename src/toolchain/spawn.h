@@ -5,6 +5,8 @@
 #ifndef TC_TOOLCHAIN_SPAWN_H
 #define TC_TOOLCHAIN_SPAWN_H
 
+#include <stddef.h>
+
 #include "util/strbuf.h"
 
 /* argv[0] is the program path (no $PATH search). Standard output and
@@ -13,5 +15,9 @@
  * 128 + signal. Returns 0 when the program ran, -1 when it could not be
  * started (errno set). */
 int tc_spawn(char *const argv[], const char *log_path, tc_sb *capture, int *exit_code);
+
+/* How a process that failed ended, for messages: "failed (exit code 1)",
+ * or "was killed by signal 6, Aborted" for an exit code of 128 + a signal. */
+void tc_describe_exit(int exit_code, char *out, size_t cap);
 
 #endif

@@ -5,7 +5,7 @@ import re
 import pytest
 
 import elfsyms
-from tchelp import ROOT, build, stats
+from tchelp import ROOT, build, stats, tc
 
 BAD = sorted((ROOT / "tests" / "corpus" / "bad").glob("*.ptx"))
 
@@ -110,3 +110,21 @@ def test_compile_error_keeps_good_units_only(tmp_path):
     src.write_text(src.read_text().replace("add.u32 %r1, %r1;", "add.u32 %r1, %r1, 1;"))
     build(str(src), tmp_path / "o.cubin", cache, "--unit-cost", "1")
     assert stats(cache)["compiles"] - s["compiles"] == 1
+
+
+def test_a_module_that_crashes_ptxas_fails_the_build_not_the_process(tmp_path):
+    """ptxas 13.0 aborts on this module (a parameter named like a module
+    variable; tests/realworld/findings). Under the in-process compiler the
+    abort used to end taskcache, and would end any program embedding the
+    library: such a module goes to a ptxas process, whose crash is a build
+    error. Nothing is kept for it."""
+    src = ROOT / "tests" / "realworld" / "findings" / "ptxas_abort_param_named_like_global.ptx"
+    cache = str(tmp_path / "cache")
+    for compiler in ("auto", "ptxas"):
+        p = build(str(src), tmp_path / "out.cubin", cache, "--compiler", compiler, check=False)
+        assert p.returncode in (0, 1), (p.returncode, p.stderr)  # not killed by a signal
+        if compiler == "auto" and "with the in-process compiler" in tc("--version").stdout:
+            assert "in a process of its own" in p.stderr, p.stderr
+            assert stats(cache)["module_records"] == 0  # ptxas's work, keyed as the other's
+        if p.returncode == 1:  # the compiler's defect, reported as such
+            assert "error: ptxas was killed by signal" in p.stderr, p.stderr
