@@ -425,19 +425,12 @@ static void parse_alias(parser *p, tc_tok first)
 
 /* ---- variables ---------------------------------------------------------- */
 
+/* The state space a module-level directive declares (tc_body_space less
+ * the spaces only a body has), or TC_SPACE_NONE. */
 static tc_space space_of(const tc_tok *t)
 {
-    if (tc_tok_is(t, ".global"))
-        return TC_SPACE_GLOBAL;
-    if (tc_tok_is(t, ".const"))
-        return TC_SPACE_CONST;
-    if (tc_tok_is(t, ".shared"))
-        return TC_SPACE_SHARED;
-    if (tc_tok_is(t, ".local"))
-        return TC_SPACE_LOCAL;
-    if (tc_tok_is(t, ".tex"))
-        return TC_SPACE_TEX;
-    return TC_SPACE_NONE;
+    int s = tc_body_space(t);
+    return s >= TC_SPACE_GLOBAL && s <= TC_SPACE_TEX ? (tc_space)s : TC_SPACE_NONE;
 }
 
 static void declare(parser *p, size_t si, const tc_tok *name, uint8_t kind, int is_def)

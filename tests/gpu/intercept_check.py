@@ -124,7 +124,10 @@ def physics_kernel(substeps, edit=-1):
     and pressure pass, rigid bodies and contacts; every top-level loop of a
     substep is an offloaded task (11 a substep). The edit changes one task:
     the position update of substep `edit`. Deterministic (no random numbers,
-    no float atomics) so that results can be compared bit for bit."""
+    no float atomics) so that results can be compared bit for bit: the
+    corpus's tests/realworld/gen/quadrants/physics_qd.py, whose dumped PTX
+    is kept, is the same engine with random initial state and an energy sum
+    by float atomics, which is why it is not imported here."""
     return textwrap.dedent(f'''
         import quadrants as qd
 
