@@ -115,17 +115,10 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
     tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
     char in[TC_PATH_MAX];
     snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
-    /* a crash of ptxas fails the build; one of the in-process compiler would
-     * end the program. The keys name the in-process compiler, so what ptxas
-     * makes here is not kept as the module's record. */
-    j->other_compiler = s->in_process && j->m.may_crash_compiler && s->ptxas[0];
-    if (j->other_compiler) {
+    if (j->ptxas_instead)
         tc_sb_printf(&r->diag, "%s: note: compiled by %s in a process of its own (ptxas 13.0 "
                      "aborts on some modules with a parameter named like a module symbol)\n",
                      s->name, s->ptxas);
-        s->in_process = 0;
-        r->report.in_process = 0;
-    }
     if (!s->in_process && tc_write_file(in, j->src, j->len) != 0)
         return tc_session_fail(s, TC_ERR_IO, "cannot write %s: %s", in, strerror(errno));
     tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
@@ -224,6 +217,24 @@ static tc_status build(tc_ptx_job *j)
     int rc = s->o->split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
     if (rc < 0)
         return TC_ERR_NOMEM;
+    if (rc == 1 && j->m.may_crash_compiler && s->in_process && s->ptxas[0]) {
+        /* a crash of ptxas fails the build, one of the in-process compiler
+         * would end the program: such a module is ptxas's, keyed as such */
+        j->ptxas_instead = 1;
+        if ((st = tc_session_use_ptxas(s)) != TC_OK)
+            return st;
+        if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len,
+                          &j->module_key) != 0)
+            return TC_ERR_NOMEM;
+        if (explaining(j)) {
+            s->r->report.module_hit = module_tier(j) && tc_store_has(s->store, s->o->arch,
+                                                                     TC_REC_MODULE, &j->module_key);
+        } else if (module_tier(j) && module_hit(j)) {
+            s->delta.v[TC_C_MODULE_MISSES]--; /* counted for the first key */
+            s->delta.v[TC_C_MODULE_HITS]++;
+            return TC_OK;
+        }
+    }
     if (rc == 1)
         return compile_whole_module(j, why);
     if (tc_slicer_set_whole_program(j->slicer, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
@@ -252,8 +263,7 @@ static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, s
     j.input_len = size;
     j.len = tc_ptx_text_len(j.src, size);
     tc_status st = build(&j);
-    if (st == TC_OK && !explaining(&j) && module_tier(&j) && !s.r->report.module_hit &&
-        !j.other_compiler)
+    if (st == TC_OK && !explaining(&j) && module_tier(&j) && !s.r->report.module_hit)
         store_module(&j);
     tc_split_free(&j);
     tc_slicer_free(j.slicer);

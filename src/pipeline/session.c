@@ -54,6 +54,17 @@ const char *tc_session_scratch(tc_session *s)
 
 /* ---- the toolchain ------------------------------------------------------------ */
 
+static tc_status ptxas_identity(tc_session *s)
+{
+    tc_sb err = TC_SB_INIT;
+    tc_status st = TC_OK;
+    if (tc_tool_identity(s->ptxas, s->store, s->compiler_id, s->compiler_version,
+                         sizeof s->compiler_version, &err) != 0)
+        st = tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", err.data ? err.data : "ptxas unusable");
+    tc_sb_free(&err);
+    return st;
+}
+
 /* The compiler: the in-process one when asked for or available, else
  * ptxas; its identity goes into every key. */
 static tc_status find_compiler(tc_session *s, int *have_ptxas)
@@ -81,13 +92,13 @@ static tc_status find_compiler(tc_session *s, int *have_ptxas)
         snprintf(s->compiler_version, sizeof s->compiler_version, "%s", id);
         return TC_OK;
     }
-    tc_sb err = TC_SB_INIT;
-    tc_status st = TC_OK;
-    if (tc_tool_identity(s->ptxas, s->store, s->compiler_id, s->compiler_version,
-                         sizeof s->compiler_version, &err) != 0)
-        st = tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", err.data ? err.data : "ptxas unusable");
-    tc_sb_free(&err);
-    return st;
+    return ptxas_identity(s);
+}
+
+tc_status tc_session_use_ptxas(tc_session *s)
+{
+    s->in_process = 0;
+    return ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
 }
 
 tc_status tc_session_prepare(tc_session *s)

@@ -83,6 +83,9 @@ int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_opti
                      const char *name);
 /* Finds the toolchain and fills the key context. */
 tc_status tc_session_prepare(tc_session *s);
+/* Compiles with ptxas processes from now on, and keys as ptxas (a session
+ * that found ptxas: s->ptxas not ""). */
+tc_status tc_session_use_ptxas(tc_session *s);
 /* Ends the session with status st: drops the image of a failed call, adds
  * the cache's warning, records the statistics, keeps the cache within its
  * limit, frees the session; returns the result. */

@@ -32,7 +32,7 @@ typedef struct tc_ptx_job {
     tc_digest module_key;
     tc_ptx_module m;
     int parsed;
-    int other_compiler;     /* compiled by ptxas, not by the compiler in the keys */
+    int ptxas_instead;      /* the in-process compiler's module, built by ptxas */
     tc_slicer *slicer;
     tc_split_unit *units;   /* the module data first, when there is one */
     size_t nunits;

@@ -117,7 +117,7 @@ def test_a_module_that_crashes_ptxas_fails_the_build_not_the_process(tmp_path):
     variable; tests/realworld/findings). Under the in-process compiler the
     abort used to end taskcache, and would end any program embedding the
     library: such a module goes to a ptxas process, whose crash is a build
-    error. Nothing is kept for it."""
+    error."""
     src = ROOT / "tests" / "realworld" / "findings" / "ptxas_abort_param_named_like_global.ptx"
     cache = str(tmp_path / "cache")
     for compiler in ("auto", "ptxas"):
@@ -125,6 +125,29 @@ def test_a_module_that_crashes_ptxas_fails_the_build_not_the_process(tmp_path):
         assert p.returncode in (0, 1), (p.returncode, p.stderr)  # not killed by a signal
         if compiler == "auto" and "with the in-process compiler" in tc("--version").stdout:
             assert "in a process of its own" in p.stderr, p.stderr
-            assert stats(cache)["module_records"] == 0  # ptxas's work, keyed as the other's
         if p.returncode == 1:  # the compiler's defect, reported as such
             assert "error: ptxas was killed by signal" in p.stderr, p.stderr
+            assert stats(cache)["module_records"] == 0
+
+
+def test_a_module_for_ptxas_instead_is_cached_as_ptxas_output(tmp_path):
+    """A module the in-process compiler leaves to ptxas (a parameter named
+    like a module variable, which ptxas compiles here) is keyed with ptxas's
+    identity, so a warm build is served by its module record."""
+    src = tmp_path / "p.ptx"
+    src.write_text(
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".global .align 4 .u32 g;\n.global .align 4 .u32 h;\n"
+        ".visible .entry k(.param .u64 g_out)\n{\n .reg .b64 %rd<2>;\n"
+        " ld.param.u64 %rd1, [g_out];\n st.global.u32 [%rd1], 1;\n ret;\n}\n"
+        ".visible .entry g2(.param .u32 g)\n{\n .reg .b32 %r<2>;\n"
+        " ld.param.u32 %r1, [g];\n st.global.u32 [h], %r1;\n ret;\n}\n")
+    cache = str(tmp_path / "cache")
+    out = tmp_path / "out.cubin"
+    first = build(str(src), out, cache, "-v")
+    assert "named like a module symbol" in first.stderr, first.stderr
+    image = out.read_bytes()
+    second = build(str(src), out, cache)
+    assert out.read_bytes() == image
+    s = stats(cache)
+    assert (s["module_hits"], s["module_records"]) == (1, 1), s
