@@ -1,8 +1,13 @@
 /* common: helpers the commands share (see common.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "cli/common.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const cli_prog = "taskcache";
 
@@ -54,4 +59,82 @@ tc_cache *cli_open_cache(const char *dir)
         return NULL;
     }
     return c;
+}
+
+char *cli_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f)
+        return NULL;
+    /* a regular file is read into a buffer of its exact size: a 1 GB input
+     * costs 1 GB, not the 2 GB of a doubling buffer */
+    struct stat st;
+    size_t cap = 1 << 16, n = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    int bad = ferror(f);
+    int saved = bad ? errno : ENOMEM;
+    if (f != stdin)
+        fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        errno = saved;
+        return NULL;
+    }
+    if (n == cap) { /* room for the terminator */
+        char *p = realloc(buf, cap + 1);
+        if (!p) {
+            free(buf);
+            errno = ENOMEM;
+            return NULL;
+        }
+        buf = p;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) { interrupted = sig; }
+
+/* A second Ctrl-C kills at once (SA_RESETHAND). */
+void cli_catch_interrupts(tc_options *opts)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    tc_options_set_cancel(opts, &interrupted);
+}
+
+int cli_interrupted(void) { return interrupted; }
+
+void cli_die_of_interrupt(void)
+{
+    int sig = interrupted;
+    fprintf(stderr, "%s: interrupted\n", cli_prog);
+    signal(sig, SIG_DFL);
+    raise(sig);
 }

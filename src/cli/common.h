@@ -4,6 +4,8 @@
 #ifndef TC_CLI_COMMON_H
 #define TC_CLI_COMMON_H
 
+#include <stddef.h>
+
 #include "taskcache.h"
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -30,5 +32,18 @@ const char *cli_value_of(int argc, char **argv, int *i, const char *name, int at
 void cli_json_string(const char *s);
 /* Opens the cache (NULL dir: the default one), or prints why not. */
 tc_cache *cli_open_cache(const char *dir);
+/* Reads a whole file ("-": standard input) into a malloc'd buffer with a
+ * NUL after its *len bytes. NULL with errno set when it cannot; prints
+ * nothing (`taskcache ptxas` hands such a file to NVIDIA's ptxas, whose
+ * message the caller expects). */
+char *cli_read_file(const char *path, size_t *len);
+
+/* Ctrl-C and SIGTERM cancel the builds made with opts (the library's
+ * cancel flag): no compile starts after it and the build's temporary
+ * files are removed. cli_interrupted() then returns the signal, and
+ * cli_die_of_interrupt() ends the process by it, as the shell expects. */
+void cli_catch_interrupts(tc_options *opts);
+int cli_interrupted(void);
+void cli_die_of_interrupt(void);
 
 #endif

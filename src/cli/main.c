@@ -13,6 +13,7 @@
 
 #include "cli/common.h"
 #include "cli/maintain.h"
+#include "cli/ptxas.h"
 #include "cli/run.h"
 #include "taskcache.h"
 
@@ -33,6 +34,10 @@ static const char usage_main[] =
     "  clear                                              remove every cached record\n"
     "  run [--] CMD [ARGS...]                             run CMD with the PTX it hands the\n"
     "                                                     CUDA driver built by taskcache\n"
+    "  ptxas [ptxas options] IN.ptx -o OUT.cubin          the ptxas command line, cached\n"
+    "                                                     per kernel (nvcc, clang, Triton, XLA)\n"
+    "  shims DIR                                          DIR/bin/ptxas and DIR/bin/nvcc that\n"
+    "                                                     run taskcache ptxas\n"
     "  help [command]                                     help for a command\n"
     "  version                                            print versions\n"
     "\n"
@@ -213,49 +218,6 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
     return EXIT_OK;
 }
 
-static char *read_input(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) {
-        fprintf(stderr, "%s: error: cannot open %s: %s\n", cli_prog, path, strerror(errno));
-        return NULL;
-    }
-    /* a regular file is read into a buffer of its exact size: a 1 GB input
-     * costs 1 GB, not the 2 GB of a doubling buffer */
-    struct stat st;
-    size_t cap = 1 << 16, n = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n == cap) {
-            char *p = realloc(buf, cap * 2);
-            if (!p) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (!buf || bad) {
-        fprintf(stderr, "%s: error: cannot read %s: %s\n", cli_prog, path,
-                buf ? strerror(errno) : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 static void explain_json(const char *name, const tc_result *r, const tc_report *rep)
 {
     const char *why = tc_result_whole_reason(r);
@@ -317,34 +279,6 @@ static void print_diagnostics(const tc_result *r, int quiet)
             fprintf(stderr, "%.*s\n", (int)n, d);
         d += n + (d[n] == '\n');
     }
-}
-
-/* Ctrl-C and SIGTERM cancel a build (the library's cancel flag): no
- * compile starts after it, the build's temporary files are removed, and
- * the process then dies of the signal, as the shell expects. A second one
- * kills at once. */
-static volatile sig_atomic_t interrupted;
-
-static void on_interrupt(int sig) { interrupted = sig; }
-
-static void catch_interrupts(tc_options *opts)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    tc_options_set_cancel(opts, &interrupted);
-}
-
-static void die_of_interrupt(void)
-{
-    int sig = interrupted;
-    fprintf(stderr, "%s: interrupted\n", cli_prog);
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
 /* Whether path names the very file of the input (then -o would destroy
@@ -430,8 +364,10 @@ static int cmd_build(int argc, char **argv, int explain)
         goto done;
     }
     rc = EXIT_FAIL;
-    if (!(ptx = read_input(a.input, &len)))
+    if (!(ptx = cli_read_file(a.input, &len))) {
+        fprintf(stderr, "%s: error: cannot open %s: %s\n", cli_prog, a.input, strerror(errno));
         goto done;
+    }
     if (!a.no_cache && !(cache = cli_open_cache(a.cache_dir)))
         goto done;
     if (cache && a.max_size) {
@@ -443,10 +379,10 @@ static int cmd_build(int argc, char **argv, int explain)
         tc_cache_set_max_size(cache, bytes);
     }
     const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
-    catch_interrupts(a.opts);
+    cli_catch_interrupts(a.opts);
     tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
                            : tc_build(cache, a.opts, ptx, len, name, &r);
-    if (interrupted)
+    if (cli_interrupted())
         goto done;
     if (!r) {
         fprintf(stderr, "%s: error: %s\n", cli_prog, tc_status_name(st));
@@ -473,13 +409,23 @@ done:
     free(ptx);
     tc_cache_close(cache);
     tc_options_free(a.opts);
-    if (interrupted)
-        die_of_interrupt(); /* having removed what the build left */
+    if (cli_interrupted())
+        cli_die_of_interrupt(); /* having removed what the build left */
     return rc;
+}
+
+/* The program's name without its directory. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
 }
 
 int main(int argc, char **argv)
 {
+    /* under the name ptxas (a link made by taskcache shims) it is ptxas */
+    if (argc > 0 && !strcmp(base_name(argv[0]), "ptxas"))
+        return cli_ptxas(argc - 1, argv + 1, 1);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;
@@ -499,6 +445,10 @@ int main(int argc, char **argv)
         return cli_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "run"))
         return tc_cli_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "ptxas"))
+        return cli_ptxas(argc - 2, argv + 2, 0);
+    if (!strcmp(cmd, "shims"))
+        return cli_shims(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("taskcache %s (%s)\n", tc_version(),
                tc_have_inprocess_compiler() ? "with the in-process compiler" : "ptxas backend");
@@ -518,6 +468,10 @@ int main(int argc, char **argv)
             fputs(cli_usage_verify, stdout);
         else if (!strcmp(topic, "run"))
             fputs(tc_cli_usage_run, stdout);
+        else if (!strcmp(topic, "ptxas"))
+            fputs(cli_usage_ptxas, stdout);
+        else if (!strcmp(topic, "shims"))
+            fputs(cli_usage_shims, stdout);
         else if (!*topic)
             fputs(usage_main, stdout);
         else

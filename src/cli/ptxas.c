@@ -1,0 +1,371 @@
+/* ptxas: `taskcache ptxas ARGS`, or any program named ptxas that is this
+ * one (a shim: see shims.c). It takes the command lines that nvcc, clang,
+ * Triton and XLA give ptxas, builds the cubin through the cache (per
+ * kernel, linked) and prints what ptxas would print about it; every other
+ * command, and every command whose build fails, is handed to NVIDIA's
+ * ptxas unchanged (execv), so that exit status and messages are exactly
+ * ptxas's: errors cost one more compile, never a different answer. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli/ptxas.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/common.h"
+#include "cli/ptxas_args.h"
+#include "taskcache.h"
+
+const char cli_usage_ptxas[] =
+    "usage: taskcache ptxas [ptxas options] IN.ptx [-o OUT.cubin]\n"
+    "       ptxas ...        (a shim named ptxas: see 'taskcache help shims')\n"
+    "\n"
+    "The ptxas command line, cached per kernel: the command lines nvcc, clang\n"
+    "(--ptxas-path), Triton (TRITON_PTXAS_PATH) and XLA give ptxas build the\n"
+    "same kind of executable cubin through the taskcache cache, so that after\n"
+    "an edit only the changed kernel's unit is compiled, and an unchanged module\n"
+    "is one cache read. Taken options (both spellings, as ptxas reads them):\n"
+    "  -arch / --gpu-name sm_XX[a|f]   -o / --output-file FILE   -m64\n"
+    "  -O0..-O3 / --opt-level N        -maxrregcount N           --fmad true|false\n"
+    "  -lineinfo  -g  -suppress-debug-info  --dont-merge-basicblocks  --return-at-end\n"
+    "  -v  --warn-on-spills  --warn-on-local-memory-usage  --options-file F[,F]\n"
+    "Without -o the cubin is elf.o, as with ptxas. -v and the two --warn-on\n"
+    "options print ptxas's lines for each kernel from the metadata each record\n"
+    "keeps (registers, shared memory, stack frame, spills; not the gmem,\n"
+    "barrier or compile-time figures, which records do not keep); they are not\n"
+    "part of the key.\n"
+    "\n"
+    "Everything else goes to NVIDIA's ptxas unchanged, uncached: --version\n"
+    "(so tools that parse it read the real one), -c (a relocatable object),\n"
+    "a virtual target (-arch=compute_XX, ptxas's quick syntax check), any other\n"
+    "option, and any command whose taskcache build fails (ptxas then reports\n"
+    "the error in its own words, with its own exit status).\n"
+    "\n"
+    "NVIDIA's ptxas is $TASKCACHE_PTXAS, else $CUDA_HOME/bin/ptxas, else the\n"
+    "toolkit found when taskcache was built, else ptxas on $PATH, skipping\n"
+    "taskcache itself. Its processes compile the units (TASKCACHE_COMPILER=\n"
+    "inprocess asks for the in-process compiler where this build has it; it\n"
+    "is then the compiler's version, not the ptxas's, that builds).\n"
+    "\n"
+    "environment:\n"
+    "  TASKCACHE_DIR        the cache (else $XDG_CACHE_HOME/taskcache, ~/.cache/taskcache)\n"
+    "  TASKCACHE_LOG=FILE   one line per command: what was cached, or why it went to ptxas\n"
+    "  TASKCACHE_JOBS=N     compiler processes at once (default: all CPUs)\n"
+    "  TASKCACHE_UNIT_CODE  whole-program (the default here: each kernel gets the code\n"
+    "                       of a whole-module build, as ptxas would give it) or\n"
+    "                       relocatable (faster to compile; see taskcache help build)\n"
+    "  TASKCACHE_PTXAS      NVIDIA's ptxas\n";
+
+/* Set while `taskcache ptxas` runs: a ptxas that turns out to be this
+ * program again (a launcher script that calls taskcache, say) stops at
+ * once instead of calling itself forever. */
+#define GUARD "TASKCACHE_IN_PTXAS"
+
+/* ---- NVIDIA's ptxas -------------------------------------------------------- */
+
+/* A runnable file that is not this program. */
+static int is_other_ptxas(const char *path, const struct stat *self)
+{
+    struct stat st;
+    if (access(path, X_OK) != 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    return !(self && st.st_dev == self->st_dev && st.st_ino == self->st_ino);
+}
+
+int cli_real_ptxas(char *out, size_t cap)
+{
+    struct stat self_st, *self = stat("/proc/self/exe", &self_st) == 0 ? &self_st : NULL;
+    const char *env = getenv("TASKCACHE_PTXAS");
+    const char *home = getenv("CUDA_HOME");
+    char path[PATH_MAX];
+    if (env && *env && is_other_ptxas(env, self)) {
+        snprintf(out, cap, "%s", env);
+        return 0;
+    }
+    if (home && *home && snprintf(path, sizeof path, "%s/bin/ptxas", home) < (int)sizeof path &&
+        is_other_ptxas(path, self)) {
+        snprintf(out, cap, "%s", path);
+        return 0;
+    }
+#ifdef TC_CUDA_BIN_DIR
+    if (*TC_CUDA_BIN_DIR && snprintf(path, sizeof path, "%s/ptxas", TC_CUDA_BIN_DIR) <
+                                (int)sizeof path && is_other_ptxas(path, self)) {
+        snprintf(out, cap, "%s", path);
+        return 0;
+    }
+#endif
+    const char *dirs = getenv("PATH");
+    while (dirs && *dirs) {
+        size_t n = strcspn(dirs, ":");
+        if (n && n + 7 < sizeof path) {
+            snprintf(path, sizeof path, "%.*s/ptxas", (int)n, dirs);
+            if (is_other_ptxas(path, self)) {
+                snprintf(out, cap, "%s", path);
+                return 0;
+            }
+        }
+        dirs += n + (dirs[n] == ':');
+    }
+    snprintf(out, cap, "no ptxas other than taskcache itself in $TASKCACHE_PTXAS (%s), "
+             "$CUDA_HOME/bin (%s) or $PATH", env ? env : "unset", home ? home : "unset");
+    return -1;
+}
+
+/* ---- the log ------------------------------------------------------------------ */
+
+/* One line in $TASKCACHE_LOG, as `taskcache run` writes them: the file is
+ * opened for each line, with O_APPEND, so that the ptxas processes of a
+ * parallel build can share it. */
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    const char *path = getenv("TASKCACHE_LOG");
+    if (!path || !*path)
+        return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "taskcache[%ld]: ptxas: ", (long)getpid());
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w; /* a log that cannot be written is no reason to fail a build */
+    close(fd);
+}
+
+/* Hands the command to NVIDIA's ptxas as it came. Returns only when it
+ * cannot be started (ptxas's own status for a failure then). */
+static int hand_over(const char *real, int argc, char **argv, const char *why)
+{
+    note("%s: %s", real, why);
+    char **words = calloc((size_t)argc + 2, sizeof *words);
+    if (words) {
+        words[0] = (char *)real;
+        memcpy(words + 1, argv, (size_t)argc * sizeof *words);
+        fflush(NULL);
+        execv(real, words);
+    }
+    fprintf(stderr, "taskcache ptxas: error: cannot run %s: %s\n", real, strerror(errno));
+    free(words);
+    return 255;
+}
+
+/* ---- what ptxas prints ---------------------------------------------------------- */
+
+/* The library's warnings in ptxas's words ("IN:12: warning: msg" is
+ * "ptxas IN, line 12; warning : msg"); taskcache's own warnings (a cache
+ * it cannot write) as they are; notes only in the log. */
+static void print_diagnostics(const tc_result *r, const char *name)
+{
+    size_t nlen = strlen(name);
+    for (const char *d = tc_result_diagnostics(r); *d;) {
+        size_t n = strcspn(d, "\n");
+        const char *line = d, *rest = d + nlen + 1;
+        d += n + (d[n] == '\n');
+        if (n > nlen && !strncmp(line, name, nlen) && line[nlen] == ':') {
+            char *end;
+            unsigned long ln = strtoul(rest, &end, 10);
+            int numbered = end > rest && *end == ':';
+            const char *kind = numbered ? end + 2 : rest + 1;
+            size_t left = (size_t)(line + n - kind);
+            if (left > 9 && !strncmp(kind, "warning: ", 9)) {
+                if (numbered)
+                    fprintf(stderr, "ptxas %s, line %lu; warning : %.*s\n", name, ln,
+                            (int)(left - 9), kind + 9);
+                else
+                    fprintf(stderr, "ptxas warning : %.*s\n", (int)(left - 9), kind + 9);
+                continue;
+            }
+            if (left > 6 && !strncmp(kind, "note: ", 6)) {
+                note("%.*s", (int)n, line);
+                continue;
+            }
+        }
+        fprintf(stderr, "%.*s\n", (int)n, line);
+    }
+}
+
+/* ptxas's per-kernel lines, from each kernel's record: warnings first, as
+ * ptxas prints them, then the -v report. A figure the compiler did not
+ * report (-1) leaves its line out. */
+static void print_report(const tc_result *r, const px_args *a)
+{
+    size_t n = tc_result_entry_count(r);
+    tc_entry_info e;
+    for (size_t i = 0; i < n && (a->warn_lmem || a->warn_spills); i++) {
+        tc_result_entry(r, i, &e);
+        if (a->warn_lmem && e.stack_bytes > 0)
+            fprintf(stderr, "ptxas warning : Local memory used for function '%s', size of "
+                            "stack frame: %d bytes\n", e.name, e.stack_bytes);
+        if (a->warn_spills && (e.spill_store_bytes > 0 || e.spill_load_bytes > 0))
+            fprintf(stderr, "ptxas warning : Registers are spilled to local memory in "
+                            "function '%s', %d bytes spill stores, %d bytes spill loads\n",
+                    e.name, e.spill_store_bytes, e.spill_load_bytes);
+    }
+    for (size_t i = 0; i < n && a->verbose; i++) {
+        tc_result_entry(r, i, &e);
+        fprintf(stderr, "ptxas info    : Compiling entry function '%s' for '%s'\n", e.name,
+                a->arch);
+        if (e.stack_bytes >= 0)
+            fprintf(stderr, "ptxas info    : Function properties for %s\n"
+                            "    %d bytes stack frame, %d bytes spill stores, %d bytes spill "
+                            "loads\n", e.name, e.stack_bytes, e.spill_store_bytes,
+                    e.spill_load_bytes);
+        if (e.registers >= 0) {
+            fprintf(stderr, "ptxas info    : Used %d registers", e.registers);
+            if (e.shared_bytes > 0)
+                fprintf(stderr, ", %d bytes smem", e.shared_bytes);
+            fputc('\n', stderr);
+        }
+    }
+}
+
+/* ---- the build -------------------------------------------------------------------- */
+
+static char *read_options_file(void *ctx, const char *path, size_t *len)
+{
+    (void)ctx;
+    return cli_read_file(path, len);
+}
+
+/* The options of the build; NULL when one is refused (ptxas then says). */
+static tc_options *build_options(const px_args *a, const char *real)
+{
+    tc_options *o = tc_options_new();
+    if (!o)
+        return NULL;
+    int ok = tc_options_set_arch(o, a->arch, NULL) == TC_OK;
+    for (size_t i = 0; ok && i < a->ncopts; i++)
+        ok = tc_options_add_compiler_option(o, a->copts[i], NULL) == TC_OK;
+    tc_options_set_ptxas(o, real);
+    /* ptxas processes of the very ptxas this command stands in for: the
+     * in-process compiler may be another release than the ptxas a tool
+     * chose (and whose --version it read) */
+    if (!getenv("TASKCACHE_COMPILER"))
+        tc_options_set_compiler(o, TC_COMPILER_PTXAS);
+    const char *code = getenv("TASKCACHE_UNIT_CODE");
+    if (!code || strcmp(code, "relocatable"))
+        tc_options_set_unit_code(o, TC_UNIT_CODE_WHOLE_PROGRAM);
+    const char *jobs = getenv("TASKCACHE_JOBS");
+    if (jobs && atoi(jobs) > 0)
+        tc_options_set_jobs(o, atoi(jobs));
+    if (!ok) {
+        tc_options_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Whether path names the very file of the input. */
+static int same_file(const char *input, const char *path)
+{
+    struct stat a, b;
+    return stat(input, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Builds a.input to the output. 0 done; otherwise why not (for the log),
+ * and the command goes to ptxas. */
+static const char *build(const px_args *a, const char *real)
+{
+    const char *out = a->output ? a->output : "elf.o"; /* ptxas's default */
+    if (same_file(a->input, out))
+        return "the output is the input file";
+    tc_options *o = build_options(a, real);
+    if (!o)
+        return "an option the library refuses";
+    size_t len = 0;
+    char *ptx = cli_read_file(a->input, &len);
+    const char *why = NULL;
+    tc_cache *cache = NULL;
+    tc_result *r = NULL;
+    tc_error err;
+    if (!ptx) {
+        why = "the input cannot be read";
+        goto done;
+    }
+    /* a cache that cannot be opened is no reason to fail: build without */
+    if (tc_cache_open(NULL, &cache, NULL) != TC_OK)
+        cache = NULL;
+    cli_catch_interrupts(o);
+    tc_status st = tc_build(cache, o, ptx, len, a->input, &r);
+    if (cli_interrupted())
+        goto done;
+    if (st != TC_OK) {
+        why = "the build failed";
+        note("%s: %s: %.*s", a->input, tc_status_name(st),
+             r ? (int)strcspn(tc_result_diagnostics(r), "\n") : 0,
+             r ? tc_result_diagnostics(r) : "");
+        goto done;
+    }
+    if (tc_result_write_image(r, out, &err) != TC_OK) {
+        why = "the output cannot be written";
+        goto done;
+    }
+    print_diagnostics(r, a->input);
+    print_report(r, a);
+    tc_report rep;
+    tc_result_report(r, &rep);
+    if (rep.module_hit)
+        note("%s: %u kernels: module record hit, %.3f s", a->input, rep.entries, rep.seconds);
+    else
+        note("%s: %u kernels in %u units: %u from cache, %u compiled (%s); %.3f s", a->input,
+             rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
+             rep.split ? "split" : "whole module", rep.seconds);
+done:
+    tc_result_free(r);
+    tc_cache_close(cache);
+    tc_options_free(o);
+    free(ptx);
+    if (cli_interrupted())
+        cli_die_of_interrupt();
+    return why;
+}
+
+int cli_ptxas(int argc, char **argv, int as_ptxas)
+{
+    if (getenv(GUARD)) {
+        fprintf(stderr, "taskcache ptxas: error: the ptxas it runs leads back to taskcache; "
+                        "set TASKCACHE_PTXAS to NVIDIA's ptxas\n");
+        return 255;
+    }
+    setenv(GUARD, "1", 1);
+    px_args a;
+    px_parse(argc, argv, read_options_file, NULL, &a);
+    if (a.help && !as_ptxas) {
+        px_free(&a);
+        fputs(cli_usage_ptxas, stdout);
+        return EXIT_OK;
+    }
+    char real[PATH_MAX];
+    if (cli_real_ptxas(real, sizeof real) != 0) {
+        fprintf(stderr, "taskcache ptxas: error: cannot find NVIDIA's ptxas: %s\n", real);
+        px_free(&a);
+        return 255;
+    }
+    const char *why = a.pass;
+    if (!why && a.help)
+        why = "--help: ptxas's own";
+    if (!why)
+        why = build(&a, real);
+    if (!why) {
+        px_free(&a);
+        return EXIT_OK;
+    }
+    char reason[256];
+    snprintf(reason, sizeof reason, "%s", why); /* a.reason goes with px_free */
+    px_free(&a);
+    return hand_over(real, argc, argv, reason);
+}
