@@ -1,8 +1,9 @@
 """taskcache for Python: incremental, cached compilation of PTX modules.
 
 A thin ctypes layer over the C library (libtaskcache.so); no third-party
-dependencies. The library is found through $TASKCACHE_LIB, next to this
-package, in the repository's build/ directory, or on the loader's path.
+dependencies. The library is $TASKCACHE_LIB when set, else the one next to
+this package (the wheel carries it), else a checkout's build/, else the
+loader's search path.
 
     import taskcache
 
@@ -55,13 +56,18 @@ TC_ERR_CANCELLED = 10
 
 
 def _find_library():
-    candidates = []
+    """$TASKCACHE_LIB when set (and then only it: a library asked for by
+    name that cannot be loaded is an error, not a reason to use another),
+    else the one installed with this package (the wheel's), else a
+    checkout's build/, else the loader's search path."""
     env = os.environ.get("TASKCACHE_LIB")
     if env:
-        candidates.append(env)
+        try:
+            return ctypes.CDLL(env)
+        except OSError as e:
+            raise OSError(f"cannot load TASKCACHE_LIB={env}: {e}") from None
     here = pathlib.Path(__file__).resolve().parent
-    candidates.append(here / "libtaskcache.so")
-    candidates.append(here.parents[1] / "build" / "libtaskcache.so")
+    candidates = [here / "libtaskcache.so", here.parents[1] / "build" / "libtaskcache.so"]
     found = ctypes.util.find_library("taskcache")
     if found:
         candidates.append(found)
@@ -72,7 +78,7 @@ def _find_library():
         except OSError as e:
             errors.append(f"{c}: {e}")
     raise OSError("cannot load libtaskcache.so; set TASKCACHE_LIB to its path. Tried:\n  " +
-                  "\n  ".join(errors or ["(nothing found)"]))
+                  "\n  ".join(errors))
 
 
 class _Error(ctypes.Structure):

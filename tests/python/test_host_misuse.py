@@ -295,7 +295,7 @@ def test_ctrl_c_cancels_a_build_at_once(tmp_path):
 def _fake_nvjitlink(tmp_path):
     """The stand-in libnvJitLink of tests/unit/fake_nvjitlink.c, whose first
     use takes $FAKE_NVJITLINK_DELAY_MS: built with the library, else here."""
-    built = pathlib.Path(os.environ["TASKCACHE_LIB"]).resolve().parent / "tests"
+    built = pathlib.Path(os.environ.get("TASKCACHE_LIB", "/")).resolve().parent / "tests"
     built = built / "libfake_nvjitlink.so"
     if built.exists():
         return built

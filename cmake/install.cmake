@@ -1,0 +1,89 @@
+# install.cmake: what `cmake --install` puts where (included by the top
+# CMakeLists.txt).
+#
+#   lib/libtaskcache.so, lib/libtaskcache.a   imported as taskcache::taskcache and
+#                                             taskcache::taskcache_static by
+#   lib/cmake/taskcache/                      find_package(taskcache CONFIG)
+#   lib/pkgconfig/taskcache.pc                pkg-config (--static for the archive)
+#   include/taskcache.h, bin/taskcache, lib/libtaskcache_intercept.so
+#
+# When scikit-build-core drives the build (pip install ./python, or
+# scripts/build-wheel.sh), the same targets go into the Python package
+# instead: taskcache/libtaskcache.so beside the package's __init__.py (where
+# it looks first), taskcache/bin/taskcache (the command line, run by the
+# package's `taskcache` console script) and taskcache/lib/ for the driver
+# interceptor (taskcache run finds it in ../lib from bin/).
+
+if(SKBUILD)
+  # One file, not the soname link chain: a wheel is a zip and would carry
+  # three copies. ctypes loads it by path.
+  install(FILES $<TARGET_FILE:taskcache> DESTINATION taskcache RENAME libtaskcache.so)
+  install(TARGETS taskcache_cli RUNTIME DESTINATION taskcache/bin)
+  install(TARGETS taskcache_intercept LIBRARY DESTINATION taskcache/lib)
+  return()
+endif()
+
+include(CMakePackageConfigHelpers)
+
+# What a program that links the archive needs besides it: the same
+# libraries the shared library was linked with. zstd has no CMake module of
+# its own, so it is named by the file this build found.
+if(ZSTD_LINK_LIBRARIES)
+  set(TC_ZSTD_FILE "${ZSTD_LINK_LIBRARIES}")
+else()
+  set(TC_ZSTD_FILE "${ZSTD_LIBRARY}")
+endif()
+set(TC_STATIC_DEPS OpenSSL::Crypto "${TC_ZSTD_FILE}" Threads::Threads ${CMAKE_DL_LIBS})
+set(TC_PC_LIBS_PRIVATE "-pthread")
+foreach(lib ${CMAKE_DL_LIBS})
+  string(APPEND TC_PC_LIBS_PRIVATE " -l${lib}")
+endforeach()
+if(TC_HAVE_NVPTX)
+  # the in-process compiler is linked into the archive's users too (by the
+  # path this build used: NVIDIA's licence does not list it as a file we
+  # may ship)
+  list(APPEND TC_STATIC_DEPS "${TC_NVPTXCOMPILER_LIB}" m rt)
+  string(APPEND TC_PC_LIBS_PRIVATE " ${TC_NVPTXCOMPILER_LIB} -lm -lrt")
+endif()
+target_include_directories(taskcache_static INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_link_libraries(taskcache_static INTERFACE "$<INSTALL_INTERFACE:${TC_STATIC_DEPS}>")
+set_target_properties(taskcache_static PROPERTIES EXPORT_NAME taskcache_static)
+
+install(TARGETS taskcache taskcache_static EXPORT taskcacheTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS taskcache_cli taskcache_intercept
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES include/taskcache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(TC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/taskcache)
+install(EXPORT taskcacheTargets NAMESPACE taskcache:: DESTINATION ${TC_CMAKE_DIR})
+configure_package_config_file(cmake/taskcacheConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/taskcacheConfig.cmake INSTALL_DESTINATION ${TC_CMAKE_DIR})
+# 0.x: a new minor version may change the ABI (include/taskcache.h)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/taskcacheConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/taskcacheConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/taskcacheConfigVersion.cmake
+        DESTINATION ${TC_CMAKE_DIR})
+
+# pkg-config: the prefix is found from where the .pc file lies
+# (${pcfiledir}), so that `cmake --install --prefix P` and a moved
+# installation both work
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(TC_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH TC_PC_UP "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" TC_PC_UP "${TC_PC_UP}")
+  set(TC_PC_PREFIX "\${pcfiledir}/${TC_PC_UP}")
+endif()
+foreach(d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
+    set(TC_PC_${d} "${CMAKE_INSTALL_${d}}")
+  else()
+    set(TC_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+  endif()
+endforeach()
+configure_file(cmake/taskcache.pc.in ${CMAKE_CURRENT_BINARY_DIR}/taskcache.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/taskcache.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
