@@ -1,0 +1,308 @@
+"""`taskcache ptxas`: the ptxas command line cached per kernel. What it
+takes it builds through the cache and reports as ptxas would; everything
+else (and every failed build) reaches NVIDIA's ptxas unchanged, so exit
+status and messages are ptxas's own. `taskcache shims` puts it where nvcc
+and other tools look for ptxas."""
+
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from tchelp import ARCH, NVCC, PTXAS, ROOT, TASKCACHE, run, tc
+
+PHYSICS = ROOT / "examples" / "physics_step.ptx"
+EXE = os.path.abspath(TASKCACHE)  # some commands run in other directories
+
+
+def kernels_ptx(n, edited=None, body=1):
+    """A module of n kernels; kernel `edited` computes something else. body:
+    statements of arithmetic per kernel (units hold ~1000 statements)."""
+    out = [".version 8.0", f".target {ARCH}", ".address_size 64",
+           ".func (.param .b32 r) twice (.param .b32 x)",
+           "{", " .reg .b32 %r<3>;", " ld.param.u32 %r1, [x];", " add.u32 %r2, %r1, %r1;",
+           " st.param.b32 [r], %r2;", " ret;", "}"]
+    for k in range(n):
+        c = k + (1000 if k == edited else 0)
+        out += [f".visible .entry k{k:03d} (.param .u64 out)", "{",
+                " .reg .b32 %r<3>;", " .reg .b64 %rd<3>;", " ld.param.u64 %rd1, [out];",
+                f" {{ .param .b32 a; .param .b32 b; st.param.b32 [a], {c}; "
+                "call.uni (b), twice, (a); ld.param.b32 %r1, [b]; }",
+                *[f" add.u32 %r1, %r1, {j};" for j in range(body)],
+                " st.global.u32 [%rd1], %r1;", " ret;", "}"]
+    return "\n".join(out) + "\n"
+
+
+@pytest.fixture
+def env(tmp_path):
+    """The environment of a tool that calls ptxas: a private cache and log,
+    NVIDIA's ptxas named explicitly."""
+    return dict(os.environ, TASKCACHE_DIR=str(tmp_path / "cache"),
+                TASKCACHE_LOG=str(tmp_path / "log"), TASKCACHE_PTXAS=PTXAS)
+
+
+def log_lines(env):
+    p = pathlib.Path(env["TASKCACHE_LOG"])
+    return p.read_text().splitlines() if p.exists() else []
+
+
+def ptxas(env, *args, cwd=None, check=True, **kw):
+    return run([EXE, "ptxas", *args], env=env, cwd=cwd, check=check, **kw)
+
+
+def real(*args, cwd=None):
+    return run([PTXAS, *args], cwd=cwd, check=False)
+
+
+def same_answer(a, b):
+    return (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+
+
+# ---- what it builds -------------------------------------------------------------------
+
+def test_builds_the_cubin_taskcache_build_builds_then_serves_it(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(12))
+    ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "a.cubin"))
+    # the same as the library's build of the module, whole-program units
+    tc("build", src, "-o", tmp_path / "b.cubin", "--arch", ARCH, "--whole-program-units",
+       "--no-cache", "--ptxas", PTXAS)
+    assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
+    # a second call is one record read, and writes the same bytes
+    ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "c.cubin"))
+    assert (tmp_path / "c.cubin").read_bytes() == (tmp_path / "a.cubin").read_bytes()
+    log = log_lines(env)
+    assert "12 kernels in" in log[0] and "0 from cache" in log[0]
+    assert "module record hit" in log[1]
+
+
+def test_an_edit_compiles_only_its_unit(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(40, body=200))
+    ptxas(env, f"--gpu-name={ARCH}", str(src), "-o", str(tmp_path / "a.cubin"))
+    src.write_text(kernels_ptx(40, edited=17, body=200))
+    ptxas(env, f"--gpu-name={ARCH}", str(src), "-o", str(tmp_path / "b.cubin"))
+    m = re.search(r"40 kernels in (\d+) units: (\d+) from cache, (\d+) compiled", log_lines(env)[1])
+    units, hits, compiled = map(int, m.groups())
+    assert units > 2 and compiled == 1 and hits == units - 1
+
+
+def test_option_spellings_and_order_make_one_key(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(3))
+    ptxas(env, f"-arch={ARCH}", "-O3", "-lineinfo", "--fmad=false", "-maxrregcount=64", str(src),
+          "-o", str(tmp_path / "a.cubin"))
+    ptxas(env, "--maxrregcount", "64", "-fmad", "false", "--generate-line-info",
+          "--opt-level=3", "--gpu-name", ARCH, "--output-file", str(tmp_path / "b.cubin"),
+          str(src), "-v", "--warn-on-spills")  # report options are not in the key
+    assert "module record hit" in log_lines(env)[1]
+    # an option that changes the code is in the key
+    ptxas(env, f"-arch={ARCH}", "-O1", str(src), "-o", str(tmp_path / "c.cubin"))
+    assert "module record hit" not in log_lines(env)[2]
+
+
+def test_without_o_the_cubin_is_elf_o_as_with_ptxas(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(2))
+    (tmp_path / "run").mkdir()
+    ptxas(env, f"-arch={ARCH}", str(src), cwd=tmp_path / "run")
+    assert (tmp_path / "run" / "elf.o").read_bytes()[:4] == b"\x7fELF"
+    assert "from cache" in log_lines(env)[0]
+
+
+def test_options_file(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(2))
+    opts = tmp_path / "opts"
+    opts.write_text(f'-arch={ARCH}\n-o "{tmp_path}/with space.cubin"\n')
+    ptxas(env, "--options-file", str(opts), str(src))
+    assert (tmp_path / "with space.cubin").exists()
+    assert "kernels in" in log_lines(env)[0]
+
+
+# ---- what it prints -------------------------------------------------------------------
+
+SPILL = re.compile(r"^ptxas warning : Registers are spilled to local memory in function "
+                   r"'([^']+)', (\d+) bytes spill stores, (\d+) bytes spill loads$")
+LMEM = re.compile(r"^ptxas warning : Local memory used for function '([^']+)', size of stack "
+                  r"frame: (\d+) bytes$")
+PROPS = re.compile(r"^    (\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill "
+                   r"loads$")
+USED = re.compile(r"^ptxas info    : Used (\d+) registers(, (\d+) bytes smem)?$")
+
+
+def report(stderr):
+    """kernel -> (stack, spill stores, spill loads, registers) from -v lines."""
+    out, name, lines = {}, None, stderr.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("ptxas info    : Function properties for "):
+            name = line.rsplit(" ", 1)[1]
+            out[name] = tuple(map(int, PROPS.match(lines[i + 1]).groups()))
+        elif USED.match(line):
+            out[name] += (int(USED.match(line).group(1)),)
+    return out
+
+
+def test_v_and_warnings_are_ptxas_lines_from_the_records(tmp_path, env):
+    args = [f"-arch={ARCH}", "-v", "--warn-on-spills", "--warn-on-local-memory-usage",
+            "-maxrregcount", "24", str(PHYSICS), "-o", str(tmp_path / "a.cubin")]
+    first = ptxas(env, *args).stderr
+    again = ptxas(env, *args).stderr          # from the module record: the same lines
+    assert again == first and "module record hit" in log_lines(env)[1]
+    entries = set(re.findall(r"^\.visible \.entry (\w+)", PHYSICS.read_text(), re.M))
+    rep = report(first)
+    assert set(rep) == entries and all(len(v) == 4 and v[3] > 0 for v in rep.values())
+    compiling = re.findall(r"^ptxas info    : Compiling entry function '(\w+)' for '(\w+)'$",
+                           first, re.M)
+    assert {k for k, a in compiling} == entries and {a for k, a in compiling} == {ARCH}
+    spills = [SPILL.match(x).groups() for x in first.splitlines() if SPILL.match(x)]
+    lmem = [LMEM.match(x).groups() for x in first.splitlines() if LMEM.match(x)]
+    assert spills and lmem  # 24 registers make these kernels spill
+    for k, stores, loads in spills:
+        assert rep[k][1:3] == (int(stores), int(loads))
+    for k, stack in lmem:
+        assert rep[k][0] == int(stack) > 0
+    assert {k for k, *_ in spills} == {k for k, v in rep.items() if v[1] or v[2]}
+    # the lines have the form of NVIDIA's (XLA and others match them): its own
+    # warnings for the same module all match the same patterns. (Which kernels
+    # spill may differ a little: units get whole-program code, not the very
+    # same code as one whole-module compile.)
+    ref = real(*args[:-1], str(tmp_path / "ref.cubin")).stderr
+    warnings = [x for x in ref.splitlines() if x.startswith("ptxas warning")]
+    assert warnings and all(SPILL.match(x) or LMEM.match(x) for x in warnings)
+    assert set(report(ref)) >= entries  # its -v lines read with the same reader
+
+
+def test_quiet_without_report_options(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(3))
+    p = ptxas(env, f"-arch={ARCH}", str(src), "-o", str(tmp_path / "a.cubin"))
+    assert p.stdout == "" and p.stderr == ""
+
+
+# ---- what goes to NVIDIA's ptxas --------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["--version"],
+    ["--bogus-option", "{src}"],
+    [f"-arch={ARCH}", "-O", "3", "{src}"],                  # -O 3: 3 is an input to ptxas
+    [f"-arch={ARCH}", "-O3", "-O2", "{src}", "-o", "{out}"],  # ptxas warns, takes the last
+    [f"-arch={ARCH}", "{bad}", "-o", "{out}"],             # its error, its exit status
+    [f"-arch={ARCH}", "{undefined}", "-o", "{out}"],       # an error found by compiling
+    [f"-arch={ARCH}", "{missing}", "-o", "{out}"],
+    [f"-arch={ARCH}", "-m32", "{src}", "-o", "{out}"],
+    [f"-arch={ARCH}", "--fmad=1", "{src}", "-o", "{out}"],
+    ["-arch=compute_90", "-m64", "{src}"],                  # nvcc's syntax check
+    [f"-arch={ARCH}", "-c", "{src}", "-o", "{out}"],        # a relocatable object
+    [f"-arch={ARCH}"],
+])
+def test_the_rest_is_ptxas_own_answer(tmp_path, env, args):
+    (tmp_path / "m.ptx").write_text(kernels_ptx(2))
+    (tmp_path / "bad.ptx").write_text("garbage\n")
+    (tmp_path / "undefined.ptx").write_text(kernels_ptx(1).replace("call.uni (b), twice",
+                                                                   "call.uni (b), nowhere"))
+    names = dict(src=tmp_path / "m.ptx", bad=tmp_path / "bad.ptx", missing=tmp_path / "no.ptx",
+                 undefined=tmp_path / "undefined.ptx")
+    for who in ("mine", "theirs"):
+        (tmp_path / who).mkdir()
+    mine_args = [a.format(out=tmp_path / "mine" / "x.cubin", **names) for a in args]
+    theirs_args = [a.format(out=tmp_path / "theirs" / "x.cubin", **names) for a in args]
+    mine = ptxas(env, *mine_args, cwd=tmp_path / "mine", check=False)
+    theirs = real(*theirs_args, cwd=tmp_path / "theirs")
+    assert (mine.returncode, mine.stdout) == (theirs.returncode, theirs.stdout)
+    assert mine.stderr == theirs.stderr.replace(str(tmp_path / "theirs"), str(tmp_path / "mine"))
+    assert sorted(os.listdir(tmp_path / "mine")) == sorted(os.listdir(tmp_path / "theirs"))
+    if "-c" in args:  # ptxas's own bytes
+        assert (tmp_path / "mine" / "x.cubin").read_bytes() == \
+            (tmp_path / "theirs" / "x.cubin").read_bytes()
+    assert log_lines(env) and PTXAS in log_lines(env)[-1]  # the log says it went there
+
+
+def test_help(env):
+    assert "cached per kernel" in ptxas(env, "--help").stdout
+    assert "cached per kernel" in tc("help", "ptxas").stdout
+    assert "nvcc.profile" in tc("help", "shims").stdout
+
+
+def test_a_ptxas_that_leads_back_to_taskcache_stops(tmp_path, env):
+    loop = tmp_path / "ptxas"
+    loop.write_text(f"#!/bin/sh\nexec {EXE} ptxas \"$@\"\n")
+    loop.chmod(0o755)
+    env["TASKCACHE_PTXAS"] = str(loop)
+    p = ptxas(env, "--version", check=False, timeout=30)
+    assert p.returncode == 255 and "leads back to taskcache" in p.stderr
+
+
+# ---- shims: where tools look for ptxas ---------------------------------------------------
+
+def shims(tmp_path, env):
+    d = tmp_path / "shims"
+    tc("shims", d, env=env)
+    return d / "bin"
+
+
+def test_a_shim_named_ptxas_is_taskcache_ptxas(tmp_path, env):
+    bin_ = shims(tmp_path, env)
+    assert os.path.realpath(bin_ / "ptxas") == os.path.realpath(EXE)
+    assert same_answer(run([bin_ / "ptxas", "--version"], check=False, env=env),
+                       real("--version"))
+    assert same_answer(run([bin_ / "ptxas", "--help"], check=False, env=env), real("--help"))
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(2))
+    run([bin_ / "ptxas", f"-arch={ARCH}", str(src), "-o", tmp_path / "a.cubin"], env=env)
+    assert "kernels in" in log_lines(env)[-1]
+    # found on PATH first by anything that runs "ptxas"
+    path_env = dict(env, PATH=f"{bin_}:{env['PATH']}")
+    run(["ptxas", f"-arch={ARCH}", str(src), "-o", tmp_path / "b.cubin"], env=path_env)
+    assert "module record hit" in log_lines(env)[-1]
+
+
+def test_shims_never_replace_a_file(tmp_path, env):
+    (tmp_path / "shims" / "bin").mkdir(parents=True)
+    (tmp_path / "shims" / "bin" / "ptxas").write_text("a real one")
+    p = tc("shims", tmp_path / "shims", env=env, check=False)
+    assert p.returncode == 1 and "not replacing it" in p.stderr
+    assert (tmp_path / "shims" / "bin" / "ptxas").read_text() == "a real one"
+
+
+CU = """
+__device__ __noinline__ float helper(float x) {{ return x * x + 1.0f; }}
+{kernels}
+"""
+
+
+def cu_source(n, edited=None):
+    # a loop nvcc unrolls, so that each kernel is worth a unit of its own
+    ks = [f'extern "C" __global__ void kern{k}(float *p) {{ float x = p[threadIdx.x]; '
+          f'_Pragma("unroll") for (int i = 0; i < 64; i++) x = helper(x) * '
+          f'{k + (100 if k == edited else 0)}.0f + p[i]; p[threadIdx.x] = x; }}'
+          for k in range(n)]
+    return CU.format(kernels="\n".join(ks))
+
+
+def test_nvcc_through_the_shims_builds_per_kernel(tmp_path, env):
+    if not NVCC:
+        pytest.skip("nvcc not found")
+    bin_ = shims(tmp_path, env)
+    cu = tmp_path / "many.cu"
+    cu.write_text(cu_source(30))
+    nvcc = [bin_ / "nvcc", f"-arch={ARCH}"]
+    # the cubin nvcc gets is the one taskcache ptxas makes of nvcc's PTX
+    run([*nvcc, "-cubin", cu, "-o", tmp_path / "a.cubin"], env=env)
+    run([NVCC, f"-arch={ARCH}", "-ptx", cu, "-o", tmp_path / "many.ptx"])
+    ptxas(env, f"-arch={ARCH}", "-m64", str(tmp_path / "many.ptx"), "-o",
+          str(tmp_path / "b.cubin"))
+    assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
+    log = log_lines(env)
+    assert "30 kernels in" in log[0] and "module record hit" in log[1]
+    # a host object (-c): an edit of one kernel compiles one unit
+    cu.write_text(cu_source(30, edited=11))
+    run([*nvcc, "-c", cu, "-o", tmp_path / "many.o"], env=env)
+    m = re.search(r"30 kernels in (\d+) units: (\d+) from cache, (\d+) compiled",
+                  log_lines(env)[-1])
+    assert m and int(m.group(3)) == 1 and int(m.group(1)) > 2
+    # -rdc: nvcc asks for a relocatable object, which goes to NVIDIA's ptxas
+    run([*nvcc, "-rdc=true", "-c", cu, "-o", tmp_path / "rdc.o"], env=env)
+    assert "-c: a relocatable object" in log_lines(env)[-1]
