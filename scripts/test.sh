@@ -40,6 +40,9 @@ if [ -n "$cuda_mm" ] && ! python3 -c "import numba.cuda" 2>/dev/null; then
         echo "test: note: numba-cuda could not be installed; its test will be skipped"
 fi
 TASKCACHE_LIB=build/libtaskcache.so python3 -m pytest -q -rs tests/python
+# the packages as users get them: cmake --install + find_package / pkg-config
+# consumers, and the wheel in a fresh virtual environment
+scripts/test-packages.sh build
 
 echo "== torture, quick mode (scripts/torture.py --long for the full run)"
 python3 scripts/torture.py --quick
@@ -59,8 +62,8 @@ if [ "$quick" = 0 ]; then
     echo "== fuzzers, 30 seconds each on the seed corpora (tests/fuzz/README.md: long runs)"
     CC=clang cmake -S . -B build-fuzz -DTASKCACHE_FUZZ=ON -DTASKCACHE_NVPTXCOMPILER=OFF \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build build-fuzz -j"$jobs" --target fuzz_ptx fuzz_record >/dev/null
-    for t in ptx record; do
+    cmake --build build-fuzz -j"$jobs" --target fuzz_ptx fuzz_record fuzz_ptxas_args >/dev/null
+    for t in ptx record ptxas_args; do
         scratch=$(mktemp -d /tmp/taskcache-fuzz.XXXXXX)
         rc=0
         build-fuzz/tests/fuzz/fuzz_$t -max_total_time=30 -timeout=10 -rss_limit_mb=2048 \
