@@ -423,8 +423,9 @@ static const char *base_name(const char *path)
 
 int main(int argc, char **argv)
 {
-    /* under the name ptxas (a link made by taskcache shims) it is ptxas */
-    if (argc > 0 && !strcmp(base_name(argv[0]), "ptxas"))
+    /* under a name that starts with ptxas (a link made by taskcache shims;
+     * Triton's ptxas-blackwell) it is ptxas */
+    if (argc > 0 && !strncmp(base_name(argv[0]), "ptxas", 5))
         return cli_ptxas(argc - 1, argv + 1, 1);
     if (argc < 2) {
         fputs(usage_main, stderr);

@@ -24,7 +24,8 @@
 
 const char cli_usage_ptxas[] =
     "usage: taskcache ptxas [ptxas options] IN.ptx [-o OUT.cubin]\n"
-    "       ptxas ...        (a shim named ptxas: see 'taskcache help shims')\n"
+    "       ptxas ...        (taskcache run under a name that starts with ptxas, as\n"
+    "                         the links of 'taskcache shims' are)\n"
     "\n"
     "The ptxas command line, cached per kernel: the command lines nvcc, clang\n"
     "(--ptxas-path), Triton (TRITON_PTXAS_PATH) and XLA give ptxas build the\n"
@@ -33,6 +34,7 @@ const char cli_usage_ptxas[] =
     "is one cache read. Taken options (both spellings, as ptxas reads them):\n"
     "  -arch / --gpu-name sm_XX[a|f]   -o / --output-file FILE   -m64\n"
     "  -O0..-O3 / --opt-level N        -maxrregcount N           --fmad true|false\n"
+    "  --regAllocOptLevel N            --allow-expensive-optimizations true|false\n"
     "  -lineinfo  -g  -suppress-debug-info  --dont-merge-basicblocks  --return-at-end\n"
     "  -v  --warn-on-spills  --warn-on-local-memory-usage  --options-file F[,F]\n"
     "Without -o the cubin is elf.o, as with ptxas. -v and the two --warn-on\n"
@@ -356,8 +358,6 @@ int cli_ptxas(int argc, char **argv, int as_ptxas)
         return 255;
     }
     const char *why = a.pass;
-    if (!why && a.help)
-        why = "--help: ptxas's own";
     if (!why)
         why = build(&a, real);
     if (!why) {

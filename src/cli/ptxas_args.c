@@ -11,7 +11,8 @@
 
 /* What a word of the command line can be. */
 enum opt_id {
-    O_ARCH, O_OUTPUT, O_MACHINE, O_OPT_LEVEL, O_MAXRREG, O_FMAD, O_OPTIONS_FILE, /* valued */
+    O_ARCH, O_OUTPUT, O_MACHINE, O_OPT_LEVEL, O_MAXRREG, O_FMAD, O_REG_ALLOC, O_EXPENSIVE,
+    O_OPTIONS_FILE,                                                                 /* valued */
     O_VALUED_END,
     O_LINEINFO = O_VALUED_END, O_DEBUG, O_SUPPRESS_DEBUG, O_NO_BB_MERGE, O_RET_END, /* code */
     O_VERBOSE, O_WARN_SPILLS, O_WARN_LMEM, O_HELP,                                  /* report */
@@ -33,6 +34,8 @@ static const struct opt {
     {"-m", "--machine", O_MACHINE},
     {"-O", "--opt-level", O_OPT_LEVEL},
     {"-fmad", "--fmad", O_FMAD},
+    {"-regAllocOptLevel", "--regAllocOptLevel", O_REG_ALLOC},   /* Triton 3.9 (not in -h) */
+    {"-allow-expensive-optimizations", "--allow-expensive-optimizations", O_EXPENSIVE},
     {"-optf", "--options-file", O_OPTIONS_FILE},
     {"-lineinfo", "--generate-line-info", O_LINEINFO},
     {"-g", "--device-debug", O_DEBUG},
@@ -262,6 +265,8 @@ static void finish(parse *p)
     const char *const *v = p->value;
     if (p->flag[O_VERSION])
         pass(p, "%s", "--version: ptxas answers it");
+    if (p->flag[O_HELP])
+        pass(p, "%s", "--help: ptxas's own");
     if (p->flag[O_COMPILE_ONLY])
         pass(p, "%s", "-c: a relocatable object (taskcache links every module it builds)");
     if (!v[O_ARCH])
@@ -278,7 +283,11 @@ static void finish(parse *p)
         pass(p, "-maxrregcount '%s'", v[O_MAXRREG]);
     if (v[O_FMAD] && strcmp(v[O_FMAD], "true") && strcmp(v[O_FMAD], "false"))
         pass(p, "--fmad '%s'", v[O_FMAD]);
-    if (!a->input && !p->flag[O_HELP])
+    if (v[O_REG_ALLOC] && !all_digits(v[O_REG_ALLOC]))
+        pass(p, "--regAllocOptLevel '%s'", v[O_REG_ALLOC]);
+    if (v[O_EXPENSIVE] && strcmp(v[O_EXPENSIVE], "true") && strcmp(v[O_EXPENSIVE], "false"))
+        pass(p, "--allow-expensive-optimizations '%s'", v[O_EXPENSIVE]);
+    if (!a->input)
         pass(p, "%s", "no input file");
     a->arch = v[O_ARCH];
     a->output = v[O_OUTPUT];
@@ -294,6 +303,10 @@ static void finish(parse *p)
         add_copt(a, "--maxrregcount=%s", v[O_MAXRREG]);
     if (v[O_FMAD])
         add_copt(a, "--fmad=%s", v[O_FMAD]);
+    if (v[O_REG_ALLOC])
+        add_copt(a, "--regAllocOptLevel=%s", v[O_REG_ALLOC]);
+    if (v[O_EXPENSIVE])
+        add_copt(a, "--allow-expensive-optimizations=%s", v[O_EXPENSIVE]);
     static const struct {
         enum opt_id id;
         const char *opt;

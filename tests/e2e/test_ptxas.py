@@ -7,7 +7,6 @@ and other tools look for ptxas."""
 import os
 import pathlib
 import re
-import subprocess
 
 import pytest
 
@@ -306,3 +305,62 @@ def test_nvcc_through_the_shims_builds_per_kernel(tmp_path, env):
     # -rdc: nvcc asks for a relocatable object, which goes to NVIDIA's ptxas
     run([*nvcc, "-rdc=true", "-c", cu, "-o", tmp_path / "rdc.o"], env=env)
     assert "-c: a relocatable object" in log_lines(env)[-1]
+
+
+# ---- Triton: TRITON_PTXAS_PATH (no GPU needed to compile for a target) ------------------
+
+TRITON_PROG = r'''
+import hashlib, json, sys
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+@triton.jit
+def axpy(x_ptr, y_ptr, out_ptr, a, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(out_ptr + i, a * tl.load(x_ptr + i, mask=m) + tl.sin(tl.load(y_ptr + i, mask=m)),
+             mask=m)
+
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "a": "fp32", "n": "i32"}
+out = {}
+for block in (256, 1024):
+    k = triton.compile(ASTSource(fn=axpy, signature=sig, constexprs={"BLOCK": block}),
+                       target=GPUTarget("cuda", 90, 32))
+    out[block] = hashlib.sha256(k.asm["cubin"]).hexdigest()
+print(json.dumps(out))
+'''
+
+
+def test_triton_compiles_through_TRITON_PTXAS_PATH(tmp_path, env):
+    triton = pytest.importorskip("triton")
+    bin_dir = pathlib.Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    # Triton 3.9 runs ptxas-blackwell for sm_90 and later, older ones ptxas
+    theirs = next((bin_dir / n for n in ("ptxas-blackwell", "ptxas")
+                   if (bin_dir / n).exists()), None)
+    if not theirs:
+        pytest.skip("this Triton bundles no ptxas")
+    bin_ = shims(tmp_path, env)
+    prog = tmp_path / "prog.py"
+    prog.write_text(TRITON_PROG)
+    base = dict(env, TRITON_DEFAULT_FP_FUSION="1", TASKCACHE_PTXAS=str(theirs))
+
+    def compile_in_a_fresh_process(name, via_taskcache):
+        e = dict(base, TRITON_CACHE_DIR=str(tmp_path / name))
+        if via_taskcache:
+            e.update(TRITON_PTXAS_PATH=str(bin_ / "ptxas"),
+                     TRITON_PTXAS_BLACKWELL_PATH=str(bin_ / "ptxas"))
+        p = run(["python3", prog], env=e, timeout=600)
+        return p.stdout.strip().splitlines()[-1]
+
+    own = compile_in_a_fresh_process("own", False)
+    first = compile_in_a_fresh_process("first", True)
+    second = compile_in_a_fresh_process("second", True)
+    # Triton's modules (one kernel, line-info sections) are built whole by the
+    # same ptxas: the very bytes Triton's own call gives
+    assert first == own and second == own
+    log = log_lines(env)
+    builds = [x for x in log if " kernels" in x]  # (notes and --version aside)
+    assert len(builds) == 4, log
+    assert all("1 kernels in" in x for x in builds[:2]), builds  # built by taskcache
+    assert all("module record hit" in x for x in builds[2:]), builds  # then read back

@@ -32,13 +32,17 @@ static char *read_file(void *ctx, const char *path, size_t *len)
 }
 
 static const char *const known[] = {"-O0", "-O1", "-O2", "-O3", "--fmad=true", "--fmad=false",
+                                    "--allow-expensive-optimizations=true",
+                                    "--allow-expensive-optimizations=false",
                                     "-lineinfo", "-g", "-suppress-debug-info",
                                     "--dont-merge-basicblocks", "--return-at-end"};
 
 static int is_known(const char *opt)
 {
-    if (!strncmp(opt, "--maxrregcount=", 15)) {
-        const char *d = opt + 15;
+    const char *d = !strncmp(opt, "--maxrregcount=", 15)       ? opt + 15
+                    : !strncmp(opt, "--regAllocOptLevel=", 19) ? opt + 19
+                                                               : NULL;
+    if (d) {
         if (!*d)
             return 0;
         for (; *d; d++)
