@@ -275,19 +275,23 @@ TC_API tc_status tc_options_set_compiler(tc_options *opts, tc_compiler compiler)
 /* 1 when this build of the library has the in-process compiler. */
 TC_API int tc_have_inprocess_compiler(void);
 
-/* How units are compiled. Relocatable (the default) is ptxas -c: fastest
- * to compile; calls to copied helper functions follow the full calling
- * convention, as in any separately compiled code. Whole-program units
- * (ptxas -ewp) get the code a whole-module build gives each kernel (same
- * registers, same inlined calling sequences) at a higher compile cost;
- * a unit that calls or takes the address of a function shared through
- * the module data, or reads .const data, is still compiled relocatable.
- * Such objects link only with libnvJitLink (nvlink drops them): without it
- * the build compiles relocatable units and says so in a note. Part of
- * every key. */
+/* How units are compiled. Whole-program units (ptxas -ewp) get the code a
+ * whole-module build gives each kernel (same registers, same inlined
+ * calling sequences); a unit that calls or takes the address of a function
+ * shared through the module data, or reads .const data, is still compiled
+ * relocatable. Such objects link only with libnvJitLink (nvlink drops
+ * them). Relocatable units (ptxas -c) compile about 1.2x faster, but calls
+ * to copied helper functions follow the full calling convention, as in any
+ * separately compiled code: more registers, sometimes local memory.
+ * The default, TC_UNIT_CODE_AUTO, is whole-program units where libnvJitLink
+ * is found, else relocatable ones; TC_UNIT_CODE_WHOLE_PROGRAM without
+ * libnvJitLink compiles relocatable units and says so in a note.
+ * $TASKCACHE_UNIT_CODE ("whole-program", "relocatable" or "auto") sets
+ * the default of new options. The code used is part of every key. */
 typedef enum tc_unit_code {
     TC_UNIT_CODE_RELOCATABLE = 0,
-    TC_UNIT_CODE_WHOLE_PROGRAM = 1
+    TC_UNIT_CODE_WHOLE_PROGRAM = 1,
+    TC_UNIT_CODE_AUTO = 2
 } tc_unit_code;
 TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
 
@@ -373,6 +377,8 @@ typedef struct tc_report {
     int group_hit;           /* tasks: served from a group manifest */
     int nvjitlink;           /* split builds: the linker is libnvJitLink in-process (1)
                                 or the nvlink program (0) */
+    int whole_program_units; /* split builds: units compiled as whole programs (ptxas -ewp;
+                                see tc_unit_code), 0 relocatable */
 } tc_report;
 
 TC_API void tc_result_report(const tc_result *r, tc_report *out);

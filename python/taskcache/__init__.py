@@ -115,7 +115,7 @@ class _Report(ctypes.Structure):
                 ("seconds", ctypes.c_double), ("seconds_compile", ctypes.c_double),
                 ("seconds_link", ctypes.c_double), ("in_process", ctypes.c_int),
                 ("codegen_calls", ctypes.c_uint32), ("group_hit", ctypes.c_int),
-                ("nvjitlink", ctypes.c_int)]
+                ("nvjitlink", ctypes.c_int), ("whole_program_units", ctypes.c_int)]
 
 
 class _Param(ctypes.Structure):
@@ -383,7 +383,9 @@ class Options:
     module_cache: bool = True
     unit_cache: bool = True
     split: bool = True
-    whole_program_units: bool = False
+    # None: whole-program units where libnvJitLink is found (the library's
+    # default, or $TASKCACHE_UNIT_CODE); True: whole-program; False: relocatable
+    whole_program_units: Optional[bool] = None
 
     def _handle(self):
         lib = _L()
@@ -411,7 +413,8 @@ class Options:
             lib.tc_options_set_tier(h, 1, int(self.module_cache))
             lib.tc_options_set_tier(h, 2, int(self.unit_cache))
             lib.tc_options_set_split(h, int(self.split))
-            lib.tc_options_set_unit_code(h, int(self.whole_program_units))
+            if self.whole_program_units is not None:
+                lib.tc_options_set_unit_code(h, int(bool(self.whole_program_units)))
             ok = True
             return h
         finally:
@@ -465,6 +468,7 @@ class Report:
     codegen_calls: int
     group_hit: bool
     nvjitlink: bool
+    whole_program_units: bool
 
 
 @dataclass(frozen=True)
@@ -508,7 +512,8 @@ class Result:
             self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,
                                  r.unit_hits, r.units_compiled, r.seconds, r.seconds_compile,
                                  r.seconds_link, bool(r.in_process), r.codegen_calls,
-                                 bool(r.group_hit), bool(r.nvjitlink))
+                                 bool(r.group_hit), bool(r.nvjitlink),
+                                 bool(r.whole_program_units))
             entries = []
             for i in range(lib.tc_result_entry_count(handle)):
                 e = _Entry()

@@ -28,7 +28,7 @@ static const tc_abi_field fields[] = {
 #define R(m) MEMBER(tc_report, m)
     R(module_hit), R(split), R(entries), R(units), R(unit_hits), R(units_compiled), R(seconds),
     R(seconds_compile), R(seconds_link), R(in_process), R(codegen_calls), R(group_hit),
-    R(nvjitlink), SIZE(tc_report),
+    R(nvjitlink), R(whole_program_units), SIZE(tc_report),
 #undef R
 
     MEMBER(tc_param_info, type), MEMBER(tc_param_info, offset), MEMBER(tc_param_info, size),

@@ -21,6 +21,10 @@ tc_options *tc_options_new(void)
         o->compiler = TC_COMPILER_PTXAS;
     else if (c && !strcmp(c, "inprocess"))
         o->compiler = TC_COMPILER_INPROCESS;
+    const char *u = getenv("TASKCACHE_UNIT_CODE");
+    o->unit_code = u && !strcmp(u, "whole-program") ? TC_UNIT_CODE_WHOLE_PROGRAM
+                   : u && !strcmp(u, "relocatable") ? TC_UNIT_CODE_RELOCATABLE
+                                                    : TC_UNIT_CODE_AUTO;
     return o;
 }
 
@@ -126,7 +130,8 @@ int tc_have_inprocess_compiler(void) { return tc_nvptx_available(); }
 
 tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
 {
-    if (code != TC_UNIT_CODE_RELOCATABLE && code != TC_UNIT_CODE_WHOLE_PROGRAM)
+    if (code != TC_UNIT_CODE_RELOCATABLE && code != TC_UNIT_CODE_WHOLE_PROGRAM &&
+        code != TC_UNIT_CODE_AUTO)
         return TC_ERR_INVALID;
     o->unit_code = code;
     return TC_OK;

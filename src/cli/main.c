@@ -83,8 +83,11 @@ static const char usage_build[] =
     "  --unit-cost N               target size of a compile unit, in PTX statements\n"
     "  --whole-program-units       compile units with ptxas -ewp: each kernel gets the\n"
     "                              code of a whole-module build (same registers and call\n"
-    "                              sequences), at ~1.2x the compile time of the default\n"
-    "                              relocatable units (-c); links with libnvJitLink\n"
+    "                              sequences); links with libnvJitLink. The default where\n"
+    "                              libnvJitLink is found ($TASKCACHE_UNIT_CODE: auto)\n"
+    "  --relocatable-units         compile units with ptxas -c: ~1.2x faster to compile,\n"
+    "                              but calls follow the full calling convention (more\n"
+    "                              registers); links with nvlink or libnvJitLink\n"
     "  -v, --verbose               print what was reused and compiled\n"
     "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
     "  --full-keys                 explain: print whole 64-digit keys\n"
@@ -191,6 +194,8 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
                 return cli_usage_error("--compiler takes ptxas, inprocess or auto, not '%s'", v);
         } else if (!strcmp(s, "--whole-program-units")) {
             tc_options_set_unit_code(a->opts, TC_UNIT_CODE_WHOLE_PROGRAM);
+        } else if (!strcmp(s, "--relocatable-units")) {
+            tc_options_set_unit_code(a->opts, TC_UNIT_CODE_RELOCATABLE);
         } else if (!strcmp(s, "--no-cache")) {
             a->no_cache = 1;
         } else if (!strcmp(s, "--no-module-cache")) {
@@ -228,6 +233,8 @@ static void explain_json(const char *name, const tc_result *r, const tc_report *
         cli_json_string(why);
     else
         printf("null");
+    printf(", \"unit_code\": \"%s\"",
+           why ? "none" : rep->whole_program_units ? "whole-program" : "relocatable");
     printf(", \"module_cached\": %s, \"units\": %u, \"units_cached\": %u, \"entries\": [",
            rep->module_hit ? "true" : "false", rep->units, rep->unit_hits);
     for (size_t i = 0; i < tc_result_entry_count(r); i++) {
@@ -319,7 +326,10 @@ static void print_build_report(const char *name, const tc_report *rep)
                 "%s: %s: %u kernels in %u units: %u from cache, %u compiled "
                 "(%s, %s); compile %.3f s, link %.3f s%s, total %.3f s\n",
                 cli_prog, name, rep->entries, rep->units, rep->unit_hits, rep->units_compiled,
-                rep->split ? "split" : "whole module", rep->in_process ? "in-process" : "ptxas",
+                !rep->split                  ? "whole module"
+                : rep->whole_program_units ? "split, whole-program units"
+                                           : "split, relocatable units",
+                rep->in_process ? "in-process" : "ptxas",
                 rep->seconds_compile, rep->seconds_link,
                 !rep->split ? "" : rep->nvjitlink ? " (nvJitLink)" : " (nvlink)", rep->seconds);
 }
@@ -328,7 +338,10 @@ static void print_explain_text(const char *name, const tc_result *r, const tc_re
                                int full_keys)
 {
     const char *why = tc_result_whole_reason(r);
-    printf("input:  %s\nmode:   %s%s\nmodule: %s\n", name, why ? "whole module: " : "split",
+    printf("input:  %s\nmode:   %s%s\nmodule: %s\n", name,
+           why                        ? "whole module: "
+           : rep->whole_program_units ? "split, whole-program units"
+                                      : "split, relocatable units",
            why ? why : "", rep->module_hit ? "cached (an unchanged build is one record read)"
                                            : "not cached");
     if (!why)

@@ -12,7 +12,7 @@
 #include "cli/run.h"
 
 const char tc_cli_usage_run[] =
-    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--whole-program-units] [--]\n"
+    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--relocatable-units] [--]\n"
     "                     CMD [ARGS...]\n"
     "\n"
     "Runs CMD with taskcache standing in for the CUDA driver's PTX compiler: PTX\n"
@@ -31,7 +31,8 @@ const char tc_cli_usage_run[] =
     "  --cache-dir DIR   the cache (else $TASKCACHE_DIR, ~/.cache/taskcache)\n"
     "  --log FILE        one line per driver call taken or passed on, and why\n"
     "  -v                the same on standard error\n"
-    "  --whole-program-units  as for taskcache build (TASKCACHE_UNIT_CODE=whole-program)\n"
+    "  --whole-program-units, --relocatable-units\n"
+    "                    as for taskcache build (TASKCACHE_UNIT_CODE)\n"
     "\n"
     "TASKCACHE_INTERCEPT=0 turns the interceptor off inside a running program, and\n"
     "TASKCACHE_INTERCEPT=measure lets the driver compile and logs how long it took,\n"
@@ -85,6 +86,8 @@ int tc_cli_run(int argc, char **argv)
             setenv("TASKCACHE_LOG", a + 6, 1);
         } else if (!strcmp(a, "--whole-program-units")) {
             setenv("TASKCACHE_UNIT_CODE", "whole-program", 1);
+        } else if (!strcmp(a, "--relocatable-units")) {
+            setenv("TASKCACHE_UNIT_CODE", "relocatable", 1);
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             setenv("TASKCACHE_LOG", "/dev/stderr", 1);
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

@@ -334,9 +334,6 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
         opts->driver_load = 1; /* counted as driver_built when it succeeds */
     tc_result *r = NULL;
     tc_status st = TC_ERR_NOMEM;
-    const char *code = getenv("TASKCACHE_UNIT_CODE");
-    if (opts && code && !strcmp(code, "whole-program")) /* taskcache run --whole-program-units */
-        tc_options_set_unit_code(opts, TC_UNIT_CODE_WHOLE_PROGRAM);
     if (opts && tc_options_set_arch(opts, arch, NULL) == TC_OK) {
         int ok = 1;
         for (int i = 0; i < o->ncopt && ok; i++)

@@ -111,8 +111,7 @@ tc_status tc_session_prepare(tc_session *s)
     tc_status st = find_compiler(s, &have_ptxas);
     if (st != TC_OK)
         return st;
-    s->unit_code = o->unit_code;
-    int want_library = o->split && o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+    int want_library = o->split && o->unit_code != TC_UNIT_CODE_RELOCATABLE;
     tc_sb err = TC_SB_INIT;
     if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, want_library, &s->linker,
                        &err) != 0) {
@@ -121,14 +120,14 @@ tc_status tc_session_prepare(tc_session *s)
         snprintf(s->linker_error, sizeof s->linker_error, "%s", err.data ? err.data : "");
     }
     tc_sb_free(&err);
-    if (want_library && s->linker.kind != TC_LINKER_NVJITLINK) {
-        /* nvlink drops -ewp objects without a word: an image without kernels */
-        s->unit_code = TC_UNIT_CODE_RELOCATABLE;
+    /* nvlink drops -ewp objects without a word: an image without kernels */
+    int whole_program = want_library && s->linker.kind == TC_LINKER_NVJITLINK;
+    s->unit_code = whole_program ? TC_UNIT_CODE_WHOLE_PROGRAM : TC_UNIT_CODE_RELOCATABLE;
+    if (want_library && !whole_program && o->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM)
         tc_sb_printf(&s->r->diag,
                      "%s: note: whole-program units need libnvJitLink to link, and it was not "
                      "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
                      s->name);
-    }
     s->kc.target = o->arch;
     s->kc.opts = (const char *const *)o->copts;
     s->kc.nopts = o->ncopts;

@@ -41,8 +41,8 @@ typedef struct tc_session {
     char compiler_version[160];
     tc_linker linker;          /* kind 0 when none was found: linker_error says why */
     char linker_error[512];
-    tc_unit_code unit_code;    /* the options' unit code, or relocatable when whole-program
-                                  units cannot be linked here (no libnvJitLink) */
+    tc_unit_code unit_code;    /* whole-program or relocatable: the options' choice, where
+                                  whole-program units can be linked (libnvJitLink) */
     tc_keyctx kc;
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;

@@ -504,6 +504,7 @@ tc_status tc_split_build(tc_ptx_job *j)
     r->report.split = 1;
     r->report.in_process = s->in_process;
     r->report.nvjitlink = s->linker.kind == TC_LINKER_NVJITLINK;
+    r->report.whole_program_units = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
     r->report.units = (uint32_t)j->nunits;
     r->report.entries = (uint32_t)tc_slicer_entry_count(j->slicer);
     for (size_t i = 0; i < j->nunits; i++)

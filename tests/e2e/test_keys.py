@@ -113,10 +113,12 @@ def test_target_options_and_compiler_change_every_key(tmp_path, cache):
                 ["-Xptxas", "--def-load-cache=cg"]):
         after = slice_keys(ptx, cache, *opt)
         assert all(after[k] != base[k] for k in base), opt
-    # whole-program units change the keys of the slices compiled that way:
-    # all of them here (k_delta reads only .global data, the others also
-    # __constant__ data, declared as the module lays it out)
-    after = slice_keys(ptx, cache, "--whole-program-units")
+    # the unit code (whole-program units by default, libnvJitLink being
+    # there) changes the keys of the slices compiled that way: all of them
+    # here (k_delta reads only .global data, the others also __constant__
+    # data, declared as the module lays it out)
+    assert slice_keys(ptx, cache, "--whole-program-units") == base
+    after = slice_keys(ptx, cache, "--relocatable-units")
     assert all(after[k] != base[k] for k in base)
     # a different compiler: a wrapper that reports another version
     fake = tmp_path / "ptxas"

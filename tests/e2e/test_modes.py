@@ -70,20 +70,21 @@ def nvjitlink_library():
 
 
 def test_both_linkers(tmp_path):
-    """The nvlink program (the default next to ptxas) and libnvJitLink
-    (TASKCACHE_NVJITLINK=path) link the same kernels and globals, each says
-    which it used, and the linker is part of the module key."""
+    """For relocatable units, the nvlink program (the default next to ptxas)
+    and libnvJitLink (TASKCACHE_NVJITLINK=path) link the same kernels and
+    globals, each says which it used, and the linker is part of the module
+    key."""
     src = os.path.join(corpus_dir(), "func_pointers.ptx")
     cache = tmp_path / "cache"
     p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH,
-             "--cache-dir", cache, "-v"])
+             "--cache-dir", cache, "-v", "--relocatable-units"])
     assert "(nvlink)" in p.stderr
     lib = nvjitlink_library()
     if lib is None:
         pytest.skip("no libnvJitLink.so in the toolkit")
     env = dict(os.environ, TASKCACHE_NVJITLINK=lib)
     p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH,
-             "--cache-dir", cache, "-v"], env=env)
+             "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "(nvJitLink)" in p.stderr and "module record hit" not in p.stderr
     assert "0 compiled" in p.stderr  # the units are shared; only the link differs
     a, b = str(tmp_path / "nvlink.cubin"), str(tmp_path / "jl.cubin")
@@ -91,7 +92,7 @@ def test_both_linkers(tmp_path):
     assert elfsyms.globals_(a) == elfsyms.globals_(b)
     env["TASKCACHE_NVJITLINK"] = "none"  # back to nvlink: its module record
     p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH,
-             "--cache-dir", cache, "-v"], env=env)
+             "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "module record hit" in p.stderr
 
 
@@ -261,6 +262,26 @@ def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
     p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache",
              "--whole-program-units", "-v"], env=env)
     assert "need libnvJitLink" in p.stderr and "(nvlink)" in p.stderr
+    assert len(elfsyms.kernels(str(out))) == 4
+
+
+def test_the_default_unit_code_follows_the_linker(tmp_path):
+    """Whole-program units where libnvJitLink is found, relocatable units
+    linked by nvlink where it is not, and then without a note (nothing was
+    asked for); TASKCACHE_UNIT_CODE and --relocatable-units choose too."""
+    src = os.path.join(corpus_dir(), "clusters.ptx")
+    out = tmp_path / "a.cubin"
+
+    def build_v(*extra, **env):
+        return run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "-v",
+                    *extra], env=dict(os.environ, **env)).stderr
+
+    if nvjitlink_library() is not None:
+        assert "split, whole-program units" in build_v()
+        assert "split, relocatable units" in build_v(TASKCACHE_UNIT_CODE="relocatable")
+        assert "split, relocatable units" in build_v("--relocatable-units")
+    err = build_v(TASKCACHE_NVJITLINK="none")
+    assert "split, relocatable units" in err and "(nvlink)" in err and "note" not in err
     assert len(elfsyms.kernels(str(out))) == 4
 
 

@@ -333,20 +333,23 @@ def identity_variant(args, base, variant):
     cache_a, cache_b = os.path.join(d, "cache"), os.path.join(d, "cache-ptxas")
     cache_c = os.path.join(d, "cache-ewp")
     cache_d, cache_e = os.path.join(d, "cache-1"), os.path.join(d, "cache-ewp-1")
+    # cold, warm, edit, cold-ptxas and cold-1 compile relocatable units, the
+    # -ewp runs whole-program units (taskcache's default with libnvJitLink)
+    rel = "--relocatable-units"
     runs = {
         "whole": ["--image", whole],
         "whole-eager": ["--image", whole],
-        "cold": ["--ptx", ptx, "--cache", cache_a, "--expect-compiled", "all",
+        "cold": ["--ptx", ptx, "--cache", cache_a, rel, "--expect-compiled", "all",
                  "--expect-module-hit", "0"],
-        "warm": ["--ptx", ptx, "--cache", cache_a, "--expect-compiled", "0",
+        "warm": ["--ptx", ptx, "--cache", cache_a, rel, "--expect-compiled", "0",
                  "--expect-module-hit", "1"],
-        "edit": ["--ptx", edit_ptx, "--cache", cache_a, "--expect-compiled", "1",
+        "edit": ["--ptx", edit_ptx, "--cache", cache_a, rel, "--expect-compiled", "1",
                  "--expect-module-hit", "0"],
-        "cold-ptxas": ["--ptx", ptx, "--cache", cache_b, "--compiler", "ptxas",
+        "cold-ptxas": ["--ptx", ptx, "--cache", cache_b, "--compiler", "ptxas", rel,
                        "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp": ["--ptx", ptx, "--cache", cache_c, "--whole-program-units",
                      "--expect-compiled", "all", "--expect-module-hit", "0"],
-        "cold-1": ["--ptx", ptx, "--cache", cache_d, "--unit-cost", "1",
+        "cold-1": ["--ptx", ptx, "--cache", cache_d, "--unit-cost", "1", rel,
                    "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp-1": ["--ptx", ptx, "--cache", cache_e, "--unit-cost", "1",
                        "--whole-program-units", "--expect-compiled", "all",
@@ -504,8 +507,8 @@ def cmd_sass(args):
         doc["skipped"] = "tests/gpu/sass_compare.py does not exist"
         write_json(args.json, doc)
         return 0
-    # the benchmark twice: default (relocatable) units and whole-program units
-    mods = [("bench250", args.bench, []),
+    # the benchmark twice: relocatable units and whole-program units (the default)
+    mods = [("bench250", args.bench, ["--relocatable-units"]),
             ("bench250-ewp", args.bench, ["--whole-program-units"])]
     mods += [(os.path.basename(p)[:-4], p, []) for p in args.ptx]
     d = os.path.join(args.work, "sass")
@@ -603,9 +606,10 @@ def cmd_timing(args):
     seed = random.SystemRandom().randrange(1, 2 ** 62)
     log(f"(c) per-kernel time: seed {seed}, {args.reps} timed batches of 10 launches per kernel "
         f"and module, interleaved (CUDA_MODULE_LOADING=EAGER)")
-    # the taskcache image is built (cold) before anything is timed
+    # the taskcache image (relocatable units; the whole-program one follows)
+    # is built (cold) before anything is timed
     r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", args.cache, "--arch",
-             args.arch, "--build-only", "--out", os.path.join(d, "build.result"), "--write-image",
+             args.arch, "--relocatable-units", "--build-only", "--out", os.path.join(d, "build.result"), "--write-image",
              os.path.join(d, "taskcache.cubin")], env=env, timeout=300)
     b = read_result(os.path.join(d, "build.result"))
     detail(f"--- (c) taskcache build: exit {r['rc']}\n{r['stderr']}")

@@ -7,7 +7,8 @@
  * Usage
  * -----
  *   gpu_run --spec FILE.spec|auto --ptx IN.ptx --cache DIR [--compiler ptxas|inprocess]
- *           [--arch sm_90] [--jobs N] [--whole-program-units] [--unit-cost N]
+ *           [--arch sm_90] [--jobs N] [--whole-program-units|--relocatable-units]
+ *           [--unit-cost N]
  *           [--expect-compiled N|all] [--expect-module-hit 0|1]
  *           --seed S --out RESULT.txt           build with tc_build, load with tc_module_load, run
  *   gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt
@@ -1088,7 +1089,7 @@ typedef struct options {
     const char *expect_compiled; /* "all" or a number */
     int expect_module_hit;       /* -1 = not checked */
     int compiler;                /* -1 = default */
-    int whole_program_units;     /* tc_options_set_unit_code(WHOLE_PROGRAM) */
+    int unit_code;               /* -1 = default, else tc_options_set_unit_code */
     unsigned unit_cost;          /* tc_options_set_unit_cost (0: the default) */
     int jobs;
     uint64_t seed;
@@ -1103,7 +1104,7 @@ _Noreturn static void usage(void)
 {
     fputs("usage:\n"
           "  gpu_run --spec FILE.spec|auto --ptx IN.ptx --cache DIR [--compiler ptxas|inprocess]\n"
-          "          [--whole-program-units]\n"
+          "          [--whole-program-units|--relocatable-units]\n"
           "          [--arch sm_90] [--jobs N] [--expect-compiled N|all] [--expect-module-hit 0|1]\n"
           "          --seed S --out RESULT.txt\n"
           "  gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt\n"
@@ -1122,6 +1123,7 @@ static void parse_options(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     o->expect_module_hit = -1;
     o->compiler = -1;
+    o->unit_code = -1;
     o->arch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1167,7 +1169,9 @@ static void parse_options(int argc, char **argv, options *o)
                 usage();
             }
         } else if (!strcmp(a, "--whole-program-units")) {
-            o->whole_program_units = 1;
+            o->unit_code = TC_UNIT_CODE_WHOLE_PROGRAM;
+        } else if (!strcmp(a, "--relocatable-units")) {
+            o->unit_code = TC_UNIT_CODE_RELOCATABLE;
         } else if (!strcmp(a, "--unit-cost")) {
             o->unit_cost = (unsigned)strtoul(NEXT(), NULL, 10);
         } else if (!strcmp(a, "--jobs"))
@@ -1274,9 +1278,8 @@ static void do_build(const options *o, const unsigned char *ptx, size_t ptx_len,
         die(2, "bad --jobs");
     if (o->compiler >= 0 && tc_options_set_compiler(to, (tc_compiler)o->compiler) != TC_OK)
         die(2, "tc_options_set_compiler refused the compiler");
-    if (o->whole_program_units &&
-        tc_options_set_unit_code(to, TC_UNIT_CODE_WHOLE_PROGRAM) != TC_OK)
-        die(2, "tc_options_set_unit_code refused whole-program units");
+    if (o->unit_code >= 0 && tc_options_set_unit_code(to, (tc_unit_code)o->unit_code) != TC_OK)
+        die(2, "tc_options_set_unit_code refused unit code %d", o->unit_code);
     if (o->unit_cost && tc_options_set_unit_cost(to, o->unit_cost) != TC_OK)
         die(2, "tc_options_set_unit_cost refused %u", o->unit_cost);
     tc_status st = tc_build(cache, to, ptx, ptx_len, o->ptx, &b->result);

@@ -3,11 +3,12 @@
 
 Builds three images of one PTX module and compares every kernel's SASS:
 
-  A  taskcache build --no-cache       (per-kernel slices, linked)
+  A  taskcache build --no-cache --relocatable-units  (per-kernel slices, linked)
   B  ptxas -arch=ARCH IN              (whole module, whole program)
   C  ptxas -arch=ARCH -c IN + nvlink  (whole module, relocatable)
 
-With --extra-taskcache-args --whole-program-units, A has -ewp units and C
+With --extra-taskcache-args --whole-program-units (taskcache's default
+where libnvJitLink is found), A has -ewp units instead and C
 is the whole module as one -ewp unit (taskcache --whole-program-units
 --unit-cost 1000000000): the linkable build A is made like.
 
@@ -1290,6 +1291,8 @@ def build_images(args, tools, work):
     env = dict(os.environ)
     tc_args = [tools["taskcache"], "build", ptx, "-o", paths["A"], "--arch", arch, "--no-cache"]
     tc_args += args.extra_taskcache_args
+    if not c_is_ewp(args) and "--relocatable-units" not in args.extra_taskcache_args:
+        tc_args.append("--relocatable-units")  # A and C compiled alike
     if tools.get("ptxas") and "--ptxas" not in args.extra_taskcache_args:
         env.setdefault("TASKCACHE_PTXAS", tools["ptxas"])
     p, dt = run_cmd(tc_args, "taskcache build", env=env)

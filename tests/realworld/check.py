@@ -5,8 +5,8 @@ For every module of tests/realworld/corpus (nvcc on CCCL and llm.c, clang
 CUDA, numba-cuda, Triton) and the NVRTC modules generated at test time:
 
   * a whole-module `ptxas -arch=ARCH` build is the reference;
-  * taskcache builds it in three modes (default; --whole-program-units;
-    --unit-cost 1), each cold (empty cache), warm (must be a module record
+  * taskcache builds it in three modes (default, which is whole-program
+    units; --relocatable-units; --unit-cost 1), each cold (empty cache), warm (must be a module record
     hit), with --no-module-cache (unit records only) and with --no-cache:
     every tier must be byte-identical to that mode's cold build;
   * every image holds exactly the whole build's kernels, every one of its
@@ -16,7 +16,7 @@ CUDA, numba-cuda, Triton) and the NVRTC modules generated at test time:
   * no kernel has less static shared memory than the whole-module builds
     (ptxas whole, and ptxas -c + nvlink where the two differ);
   * registers, local memory (from .nv.info) and static shared memory of
-    every kernel in the default and whole-program-unit images are compared
+    every kernel in the default and relocatable-unit images are compared
     with the whole build and summarized per module. More than the whole
     build is reported, not failed.
 
@@ -24,7 +24,7 @@ Prints one line per module and a summary; exits 1 if any invariant failed,
 2 on usage errors.
 
 Usage: check.py --taskcache BIN [--jobs N] [--table FILE] [--only GLOB]
-                [--modes default,ewp,unit1] [--no-nvrtc] [--keep DIR]
+                [--modes default,reloc,unit1] [--no-nvrtc] [--keep DIR]
 """
 
 import argparse
@@ -158,7 +158,7 @@ def print_module(m, res):
         return
     status = "FAIL" if res["failures"] else "PASS"
     units = units_of(res["split"].get("default", ""))
-    cells = " | ".join(c for c in (res_cell(res, "default"), res_cell(res, "ewp")) if c)
+    cells = " | ".join(c for c in (res_cell(res, "default"), res_cell(res, "reloc")) if c)
     print(f"{status} {m.label:48} {res['kernels']:4} kernels {units:>9} {res['seconds']:6.1f} s  {cells}",
           flush=True)
     for n in res["notes"]:
@@ -178,11 +178,11 @@ def report(args, results, pair_failures, seconds):
     print("== resources against the whole-module ptxas build, per mode: kernels with more registers, "
           "the most extra registers, kernels with more local memory, kernels with more static shared memory "
           "(more than the whole-module ptxas -c + nvlink build too)")
-    print(f"   {'module':48} {'kernels':>7}  {'default: regs max local shared':>31}  {'whole-program units: same':>31}")
-    tot = {mode: [0, 0, 0, 0] for mode in ("default", "ewp")}
+    print(f"   {'module':48} {'kernels':>7}  {'default: regs max local shared':>31}  {'relocatable units: same':>31}")
+    tot = {mode: [0, 0, 0, 0] for mode in ("default", "reloc")}
     for m, r in checked:
         cells = []
-        for mode in ("default", "ewp"):
+        for mode in ("default", "reloc"):
             if mode in r["resources"]:
                 s = r["resources"][mode][1]
                 cells.append(f"{s['more_regs']:4} {'+' + str(s['max_extra_regs']):>5} {s['more_local']:5} "
@@ -215,10 +215,10 @@ def report(args, results, pair_failures, seconds):
 
 def write_table(path, checked):
     with open(path, "w") as f:
-        f.write("module\tkernel\twhole_regs\tdefault_regs\tewp_regs\twhole_local\tdefault_local\tewp_local\n")
+        f.write("module\tkernel\twhole_regs\tdefault_regs\treloc_regs\twhole_local\tdefault_local\treloc_local\n")
         for m, r in checked:
             d = {row[0]: row for row in r["resources"].get("default", ([], {}))[0]}
-            e = {row[0]: row for row in r["resources"].get("ewp", ([], {}))[0]}
+            e = {row[0]: row for row in r["resources"].get("reloc", ([], {}))[0]}
             for k in sorted(set(d) | set(e)):
                 base = d.get(k) or e.get(k)
                 dv, ev = d.get(k), e.get(k)

@@ -6,7 +6,7 @@ kernels), applies one to three module-level mutations, and keeps the mutant
 only if a whole-module `ptxas` accepts it. Then it checks what check.py
 checks, plus an incremental build and key stability:
 
-  * default and --whole-program-units builds: cold, warm (module record hit)
+  * default (whole-program units) and --relocatable-units builds: cold, warm (module record hit)
     and --no-module-cache are byte-identical; an incremental build with a
     cache shared by all iterations equals the cold build;
   * every kernel and variable of the whole build is in the image, with as
@@ -530,8 +530,9 @@ def check_mutant(binary, path, work, shared_cache, base_keys, may_change):
     with open(path, "rb") as f:
         arch = rwlib.arch_of(f.read())
     res = rwlib.check_module(binary, path, work, jobs=1,
-                             modes={"default": [], "ewp": ["--whole-program-units"]},
-                             tiers={"default": ("cold", "warm", "nomodule"), "ewp": ("cold", "warm", "nomodule")},
+                             modes={"default": [], "reloc": ["--relocatable-units"]},
+                             tiers={"default": ("cold", "warm", "nomodule"),
+                                    "reloc": ("cold", "warm", "nomodule")},
                              want_resources=False)
     fails = list(res["failures"])
     if res["skipped"]:
@@ -562,7 +563,7 @@ def signature(fail):
     names of mutants or paths, first line only: two failures with the same
     signature are taken to be the same defect."""
     s = fail.splitlines()[0] if fail else ""
-    s = re.sub(r"^(default|ewp|unit1|incremental build)( \w+)?: ", "", s)
+    s = re.sub(r"^(default|reloc|unit1|incremental build)( \w+)?: ", "", s)
     s = re.sub(r"^taskcache build .*?exited \d+: ", "build failed: ", s)
     s = re.sub(r"\S*\.ptx:\d+: ", "", s)
     s = re.sub(r"tcfz_\w+", "X", s)
@@ -591,7 +592,7 @@ def quick_failures(binary, path, work, key_check, cand_items):
             rel.append(rwlib.relocatable_build(ref, os.path.join(work, "relocatable.cubin"), arch))
         return rel[0]
     tc = rwlib.Taskcache(binary, os.path.join(work, "cache"), arch, 1)
-    for mode, extra in (("default", []), ("ewp", ["--whole-program-units"])):
+    for mode, extra in (("default", []), ("reloc", ["--relocatable-units"])):
         out = os.path.join(work, f"{mode}.cubin")
         try:
             tc.build(path, out, *extra, cache=False)

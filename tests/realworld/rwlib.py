@@ -368,8 +368,8 @@ def rmtree(path):
 # one module through every tier
 
 MODES = {
-    "default": [],
-    "ewp": ["--whole-program-units"],
+    "default": [],  # whole-program units (libnvJitLink is there)
+    "reloc": ["--relocatable-units"],
     "unit1": ["--unit-cost", "1"],
 }
 TIERS = ("cold", "warm", "nomodule", "nocache")
@@ -429,7 +429,7 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
             fails += symbol_failures(whole, cold, mode, relocatable)
         except BuildError as e:
             fails.append(f"{mode}: the relocatable reference build failed: {e}")
-        if want_resources and mode in ("default", "ewp"):
+        if want_resources and mode in ("default", "reloc"):
             try:
                 more = shared_differences(whole, cold, relocatable)[1]
             except BuildError:
