@@ -268,7 +268,7 @@ static void finish(parse *p)
     if (p->flag[O_HELP])
         pass(p, "%s", "--help: ptxas's own");
     if (p->flag[O_COMPILE_ONLY])
-        pass(p, "%s", "-c: a relocatable object (taskcache links every module it builds)");
+        pass(p, "%s", "-c: a relocatable object (taskcache builds linked images)");
     if (!v[O_ARCH])
         pass(p, "%s", "no -arch (ptxas's default target)");
     else if (strncmp(v[O_ARCH], "sm_", 3))

@@ -6,6 +6,8 @@
  *   DIR/bin/nvcc          a symbolic link to NVIDIA's nvcc, and beside it
  *   DIR/bin/nvcc.profile  nvcc's profile, rewritten to put DIR/bin first on
  *                         the PATH nvcc gives its steps
+ *   DIR/bin/...           links to the rest of nvcc's directory (crt/, which
+ *                         nvcc finds beside itself, cudafe++, fatbinary, ...)
  *   DIR/nvvm              a link to the toolkit's nvvm (libdevice), so that
  *                         DIR can stand as a CUDA directory (XLA)
  *
@@ -16,6 +18,7 @@
  * paths, so everything but ptxas still comes from it, and pins
  * TASKCACHE_PTXAS to that toolkit's ptxas (the one its cicc's PTX is for). */
 #define _GNU_SOURCE /* realpath */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -158,7 +161,37 @@ static int make_dir(const char *path)
     return -1;
 }
 
-/* DIR/bin/nvcc, its profile and DIR/nvvm. */
+/* Links in DIR/bin to everything else in nvcc's directory: nvcc finds
+ * some files beside itself, not through PATH (crt/link.stub, which every
+ * link of an executable needs: CMake's compiler check does one), and
+ * DIR/bin on PATH should offer the toolkit's other programs too. */
+static int link_toolkit_bin(const char *bin, const char *ndir)
+{
+    DIR *d = opendir(ndir);
+    if (!d) {
+        fprintf(stderr, "%s: error: cannot list %s: %s\n", cli_prog, ndir, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        const char *n = e->d_name;
+        if (!strcmp(n, ".") || !strcmp(n, "..") || !strcmp(n, "nvcc") ||
+            !strcmp(n, "nvcc.profile") || !strncmp(n, "ptxas", 5))
+            continue; /* made above, or taskcache's */
+        char path[PATH_MAX], target[PATH_MAX], name[NAME_MAX + 2];
+        snprintf(name, sizeof name, "/%s", n);
+        if (join(target, ndir, name) != 0 || join(path, bin, name) != 0)
+            rc = -1;
+        else
+            rc = place_link(path, target);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* DIR/bin/nvcc, its profile, links to the rest of its directory, and
+ * DIR/nvvm. */
 static int shim_nvcc(const char *dir, const char *bin, const char *nvcc, const char *real_ptxas)
 {
     char real[PATH_MAX], ndir[PATH_MAX], path[PATH_MAX], ptxas[PATH_MAX];
@@ -190,6 +223,8 @@ static int shim_nvcc(const char *dir, const char *bin, const char *nvcc, const c
     free(profile);
     if (rc == 0 && (rc = join(path, bin, "/nvcc")) == 0)
         rc = place_link(path, real);
+    if (rc == 0)
+        rc = link_toolkit_bin(bin, ndir);
     /* the toolkit's nvvm beside bin, for tools that take DIR as a CUDA directory */
     char nvvm[PATH_MAX], target[PATH_MAX];
     if (rc == 0 && join(nvvm, ndir, "/../nvvm") == 0 && realpath(nvvm, target) &&

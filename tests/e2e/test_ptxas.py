@@ -306,6 +306,12 @@ def test_nvcc_through_the_shims_builds_per_kernel(tmp_path, env):
     # -rdc: nvcc asks for a relocatable object, which goes to NVIDIA's ptxas
     run([*nvcc, "-rdc=true", "-c", cu, "-o", tmp_path / "rdc.o"], env=env)
     assert "-c: a relocatable object" in log_lines(env)[-1]
+    # an executable: nvcc's link step takes crt/link.stub from beside itself (as
+    # CMake's compiler check does); it runs without a GPU until it calls CUDA
+    main = tmp_path / "main.cu"
+    main.write_text(cu_source(2) + "int main() { return 0; }\n")
+    run([*nvcc, main, "-o", tmp_path / "main"], env=env)
+    run([tmp_path / "main"])
 
 
 # ---- Triton: TRITON_PTXAS_PATH (no GPU needed to compile for a target) ------------------
