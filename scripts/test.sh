@@ -55,7 +55,7 @@ if [ "$quick" = 0 ]; then
     cmake --build build-asan -j"$jobs" >/dev/null
     ctest --test-dir build-asan --output-on-failure -j"$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        TASKCACHE_BIN=build-asan/taskcache python3 -m pytest -q tests/e2e
+        LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp TASKCACHE_BIN=build-asan/taskcache python3 -m pytest -q tests/e2e
 fi
 
 if [ "$quick" = 0 ]; then
