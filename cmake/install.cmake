@@ -15,6 +15,12 @@
 # interceptor (taskcache run finds it in ../lib from bin/).
 
 if(SKBUILD)
+  # pyproject.toml builds with TASKCACHE_STATIC_DEPS: libcrypto and libzstd
+  # are linked into each binary with their symbols hidden, so the wheel
+  # needs nothing but glibc. Grafted shared copies (auditwheel's way) would
+  # be a problem for the interceptor: preloaded into a program that brings
+  # its own OpenSSL, its libcrypto's symbols would come first in the
+  # program's global scope and serve the program's calls.
   # One file, not the soname link chain: a wheel is a zip and would carry
   # three copies. ctypes loads it by path.
   install(FILES $<TARGET_FILE:taskcache> DESTINATION taskcache RENAME libtaskcache.so)

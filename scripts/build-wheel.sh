@@ -11,10 +11,11 @@
 #    nvidia-nvptxcompiler wheel, lists libnvptxcompiler_static under none of
 #    the files others may redistribute, so the wheel compiles with ptxas
 #    processes (every other feature is the same).
-# 2. `auditwheel repair`: libcrypto and libzstd are copied into the wheel
-#    (taskcache.libs/) and the wheel gets the manylinux tag of the oldest
-#    glibc it runs on (built here: manylinux_2_34; built in a manylinux
-#    container, older).
+# 2. `auditwheel repair`: checks the wheel against the manylinux policies
+#    and gives it the tag of the oldest glibc it runs on (built here:
+#    manylinux_2_34; built in a manylinux container, older). It has nothing
+#    to copy in: libcrypto and libzstd are linked into the binaries, their
+#    symbols hidden (TASKCACHE_STATIC_DEPS; cmake/install.cmake says why).
 # The CMake build directory (build-wheel/) is kept, so a second run only
 # rebuilds what changed. Prints the wheel's path last.
 set -euo pipefail

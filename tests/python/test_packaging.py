@@ -59,9 +59,7 @@ def test_the_installed_package_uses_the_library_it_carries():
 def test_taskcache_lib_overrides(tmp_path):
     copy = tmp_path / "libtaskcache-copy.so"
     shutil.copy(_L()._name, copy)
-    # the libraries the wheel's copy was linked with (auditwheel put them there)
-    libs = PACKAGE.parent / "taskcache.libs"
-    env = dict(os.environ, TASKCACHE_LIB=str(copy), LD_LIBRARY_PATH=str(libs))
+    env = dict(os.environ, TASKCACHE_LIB=str(copy))
     assert loaded_by(env) == copy
     # one that cannot be loaded is an error that names it, not a quiet fallback
     env["TASKCACHE_LIB"] = str(tmp_path / "missing.so")
@@ -93,3 +91,17 @@ def test_the_installed_command_line(tmp_path):
                           capture_output=True, text=True)
     mine = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True)
     assert (mine.returncode, mine.stdout) == (real.returncode, real.stdout)
+
+
+@pytest.mark.skipif(not INSTALLED, reason="the wheel's binaries")
+def test_the_wheel_needs_nothing_but_glibc():
+    """libcrypto and libzstd are inside, hidden: the interceptor, preloaded
+    into programs with an OpenSSL of their own, must not bring a second one
+    into their global scope."""
+    system = ("linux-vdso", "libc.so", "ld-linux", "libm.so", "libpthread.so", "libdl.so",
+              "librt.so")
+    for f in (PACKAGE / "libtaskcache.so", PACKAGE / "bin" / "taskcache",
+              PACKAGE / "lib" / "libtaskcache_intercept.so"):
+        needed = subprocess.run(["ldd", str(f)], capture_output=True, text=True,
+                                check=True).stdout.split("\n")
+        assert [x for x in needed if x.strip() and not any(n in x for n in system)] == [], f
