@@ -26,6 +26,27 @@ if(SKBUILD)
   install(FILES $<TARGET_FILE:taskcache> DESTINATION taskcache RENAME libtaskcache.so)
   install(TARGETS taskcache_cli RUNTIME DESTINATION taskcache/bin)
   install(TARGETS taskcache_intercept LIBRARY DESTINATION taskcache/lib)
+  # Their licences travel with them (OpenSSL: Apache 2.0, zstd: BSD): the
+  # copyright files of the Debian packages that provided the archives, into
+  # the wheel's .dist-info/licenses/
+  if(TASKCACHE_STATIC_DEPS)
+    foreach(pair "openssl:libssl-dev" "zstd:libzstd-dev")
+      string(REPLACE ":" ";" pair "${pair}")
+      list(GET pair 0 name)
+      list(GET pair 1 pkg)
+      if(EXISTS /usr/share/doc/${pkg}/copyright)
+        install(FILES /usr/share/doc/${pkg}/copyright DESTINATION ${SKBUILD_METADATA_DIR}/licenses
+                RENAME ${name}.txt)
+      else()
+        message(WARNING "taskcache: no /usr/share/doc/${pkg}/copyright: add ${name}'s licence "
+                        "to the wheel by hand")
+      endif()
+    endforeach()
+    if(EXISTS /usr/share/common-licenses/Apache-2.0) # OpenSSL's, which its file names
+      install(FILES /usr/share/common-licenses/Apache-2.0
+              DESTINATION ${SKBUILD_METADATA_DIR}/licenses RENAME Apache-2.0.txt)
+    endif()
+  endif()
   return()
 endif()
 
