@@ -295,6 +295,19 @@ typedef enum tc_unit_code {
 } tc_unit_code;
 TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
 
+/* What a build produces. TC_OUTPUT_IMAGE (the default): one linked,
+ * executable cubin. TC_OUTPUT_OBJECT: one relocatable object of the whole
+ * module, as `ptxas -c` writes it, for a later device link (nvcc -rdc,
+ * clang -fgpu-rdc). An object is one compile of the whole module (its
+ * kernels cannot be compiled apart and joined without changing what the
+ * device link sees), cached as a module record: an unchanged module is
+ * one read, an edited one is compiled again. Part of every key. */
+typedef enum tc_output {
+    TC_OUTPUT_IMAGE = 0,
+    TC_OUTPUT_OBJECT = 1
+} tc_output;
+TC_API tc_status tc_options_set_output(tc_options *opts, tc_output output);
+
 /* A flag the host raises (sets nonzero) to cancel the builds made with
  * these options, from any thread or from a signal handler; it must
  * outlive them. tc_build_tasks checks it before it starts, before each

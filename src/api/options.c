@@ -137,6 +137,14 @@ tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
     return TC_OK;
 }
 
+tc_status tc_options_set_output(tc_options *o, tc_output output)
+{
+    if (output != TC_OUTPUT_IMAGE && output != TC_OUTPUT_OBJECT)
+        return TC_ERR_INVALID;
+    o->output = output;
+    return TC_OK;
+}
+
 tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
 {
     o->cancel = flag;

@@ -37,15 +37,17 @@ const char cli_usage_ptxas[] =
     "  --regAllocOptLevel N            --allow-expensive-optimizations true|false\n"
     "  -lineinfo  -g  -suppress-debug-info  --dont-merge-basicblocks  --return-at-end\n"
     "  -v  --warn-on-spills  --warn-on-local-memory-usage  --options-file F[,F]\n"
-    "Without -o the cubin is elf.o, as with ptxas. -v and the two --warn-on\n"
+    "  -c / --compile-only (a relocatable object: one compile of the whole module,\n"
+    "       cached as a module; ptxas's own bytes)\n"
+    "Without -o the output is elf.o, as with ptxas. -v and the two --warn-on\n"
     "options print ptxas's lines for each kernel from the metadata each record\n"
     "keeps (registers, shared memory, stack frame, spills; not the gmem,\n"
     "barrier or compile-time figures, which records do not keep); they are not\n"
     "part of the key.\n"
     "\n"
     "Everything else goes to NVIDIA's ptxas unchanged, uncached: --version\n"
-    "(so tools that parse it read the real one), -c (a relocatable object),\n"
-    "a virtual target (-arch=compute_XX, ptxas's quick syntax check), any other\n"
+    "(so tools that parse it read the real one), --help, a virtual target\n"
+    "(-arch=compute_XX, ptxas's quick syntax check), any other\n"
     "option, and any command whose taskcache build fails (ptxas then reports\n"
     "the error in its own words, with its own exit status).\n"
     "\n"
@@ -257,6 +259,8 @@ static tc_options *build_options(const px_args *a, const char *real)
      * chose (and whose --version it read) */
     if (!getenv("TASKCACHE_COMPILER"))
         tc_options_set_compiler(o, TC_COMPILER_PTXAS);
+    if (a->compile_only)
+        tc_options_set_output(o, TC_OUTPUT_OBJECT);
     const char *code = getenv("TASKCACHE_UNIT_CODE");
     if (!code || strcmp(code, "relocatable"))
         tc_options_set_unit_code(o, TC_UNIT_CODE_WHOLE_PROGRAM);

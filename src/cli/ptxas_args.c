@@ -15,8 +15,9 @@ enum opt_id {
     O_OPTIONS_FILE,                                                                 /* valued */
     O_VALUED_END,
     O_LINEINFO = O_VALUED_END, O_DEBUG, O_SUPPRESS_DEBUG, O_NO_BB_MERGE, O_RET_END, /* code */
+    O_COMPILE_ONLY,                                                                 /* output */
     O_VERBOSE, O_WARN_SPILLS, O_WARN_LMEM, O_HELP,                                  /* report */
-    O_COMPILE_ONLY, O_VERSION,                                                      /* passed */
+    O_VERSION,                                                                      /* passed */
     O_COUNT
 };
 
@@ -267,8 +268,6 @@ static void finish(parse *p)
         pass(p, "%s", "--version: ptxas answers it");
     if (p->flag[O_HELP])
         pass(p, "%s", "--help: ptxas's own");
-    if (p->flag[O_COMPILE_ONLY])
-        pass(p, "%s", "-c: a relocatable object (taskcache builds linked images)");
     if (!v[O_ARCH])
         pass(p, "%s", "no -arch (ptxas's default target)");
     else if (strncmp(v[O_ARCH], "sm_", 3))
@@ -291,6 +290,7 @@ static void finish(parse *p)
         pass(p, "%s", "no input file");
     a->arch = v[O_ARCH];
     a->output = v[O_OUTPUT];
+    a->compile_only = p->flag[O_COMPILE_ONLY];
     a->verbose = p->flag[O_VERBOSE];
     a->warn_spills = p->flag[O_WARN_SPILLS];
     a->warn_lmem = p->flag[O_WARN_LMEM];

@@ -24,7 +24,8 @@ typedef struct px_args {
     int verbose;           /* -v: print the resource report */
     int warn_spills;       /* --warn-on-spills */
     int warn_lmem;         /* --warn-on-local-memory-usage */
-    int help;              /* -h / --help */
+    int compile_only;      /* -c: a relocatable object of the whole module */
+    int help;              /* -h / --help (a hand-over: pass is set) */
     char **copts;          /* options that shape the code, for the compiler and every
                               key, in one order whatever order they came in */
     size_t ncopts;

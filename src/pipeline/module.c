@@ -124,7 +124,8 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
     tc_sb output = TC_SB_INIT, log = TC_SB_INIT;
     int code = 0;
     double t = tc_now();
-    int rc = tc_session_compile(s, TC_OUT_CUBIN, j->src, j->len, in, &output, &log, &code);
+    tc_out_kind kind = s->o->output == TC_OUTPUT_OBJECT ? TC_OUT_OBJECT : TC_OUT_CUBIN;
+    int rc = tc_session_compile(s, kind, j->src, j->len, in, &output, &log, &code);
     r->report.seconds_compile = tc_now() - t;
     s->delta.v[TC_C_COMPILES]++;
     tc_status st = TC_OK;
@@ -181,12 +182,15 @@ static tc_status build(tc_ptx_job *j)
     tc_status st = tc_session_prepare(s);
     if (st != TC_OK)
         return st;
-    if (s->o->split)
+    /* a relocatable object is one compile of the whole module (taskcache.h) */
+    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
+    if (split)
         snprintf(j->plan, sizeof j->plan, "split:%u:%s",
                  s->o->unit_cost ? s->o->unit_cost : TC_UNIT_COST_DEFAULT,
                  s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
-        snprintf(j->plan, sizeof j->plan, "whole");
+        snprintf(j->plan, sizeof j->plan, "%s",
+                 s->o->output == TC_OUTPUT_OBJECT ? "object" : "whole");
     if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
         return TC_ERR_NOMEM;
     note_after_nul(j);
@@ -198,7 +202,7 @@ static tc_status build(tc_ptx_job *j)
         s->delta.v[TC_C_MODULE_MISSES]++;
     if (tc_options_cancelled(s->o)) /* before the expensive part */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
-    if (!explaining(j) && s->o->split) /* a link is likely: the linker's first use, meanwhile */
+    if (!explaining(j) && split) /* a link is likely: the linker's first use, meanwhile */
         tc_linker_prewarm(&s->linker, s->o->arch);
     tc_ptx_error perr;
     if (tc_ptx_parse(j->src, j->len, &j->m, &perr) != 0) {
@@ -214,7 +218,9 @@ static tc_status build(tc_ptx_job *j)
         s->r->report.module_hit =
             module_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_MODULE, &j->module_key);
     char why[256] = "splitting is turned off";
-    int rc = s->o->split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
+    if (s->o->output == TC_OUTPUT_OBJECT)
+        snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
+    int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 1 && j->m.may_crash_compiler && s->in_process && s->ptxas[0]) {

@@ -111,7 +111,9 @@ tc_status tc_session_prepare(tc_session *s)
     tc_status st = find_compiler(s, &have_ptxas);
     if (st != TC_OK)
         return st;
-    int want_library = o->split && o->unit_code != TC_UNIT_CODE_RELOCATABLE;
+    /* whole-program units need libnvJitLink; a relocatable object links nothing */
+    int want_library = o->split && o->output == TC_OUTPUT_IMAGE &&
+                       o->unit_code != TC_UNIT_CODE_RELOCATABLE;
     tc_sb err = TC_SB_INIT;
     if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, want_library, &s->linker,
                        &err) != 0) {

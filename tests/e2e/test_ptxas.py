@@ -195,7 +195,7 @@ def test_quiet_without_report_options(tmp_path, env):
     [f"-arch={ARCH}", "-m32", "{src}", "-o", "{out}"],
     [f"-arch={ARCH}", "--fmad=1", "{src}", "-o", "{out}"],
     ["-arch=compute_90", "-m64", "{src}"],                  # nvcc's syntax check
-    [f"-arch={ARCH}", "-c", "{src}", "-o", "{out}"],        # a relocatable object
+    [f"-arch={ARCH}", "-c", "{undefined}", "-o", "{out}"],  # an object that does not compile
     [f"-arch={ARCH}"],
 ])
 def test_the_rest_is_ptxas_own_answer(tmp_path, env, args):
@@ -214,10 +214,25 @@ def test_the_rest_is_ptxas_own_answer(tmp_path, env, args):
     assert (mine.returncode, mine.stdout) == (theirs.returncode, theirs.stdout)
     assert mine.stderr == theirs.stderr.replace(str(tmp_path / "theirs"), str(tmp_path / "mine"))
     assert sorted(os.listdir(tmp_path / "mine")) == sorted(os.listdir(tmp_path / "theirs"))
-    if "-c" in args:  # ptxas's own bytes
-        assert (tmp_path / "mine" / "x.cubin").read_bytes() == \
-            (tmp_path / "theirs" / "x.cubin").read_bytes()
     assert log_lines(env) and PTXAS in log_lines(env)[-1]  # the log says it went there
+
+
+def test_c_builds_ptxas_own_relocatable_object_then_serves_it(tmp_path, env):
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(5))
+    ptxas(env, f"-arch={ARCH}", "-c", str(src), "-o", str(tmp_path / "a.o"))
+    ptxas(env, f"-arch={ARCH}", "--compile-only", str(src), "-o", str(tmp_path / "b.o"))
+    # one compile of the whole module by that ptxas: its bytes, for the
+    # command taskcache gives it (ptxas records its options in the object,
+    # and taskcache always asks for -v's report)
+    real(f"-arch={ARCH}", "-v", "-c", str(src), "-o", str(tmp_path / "ref.o"))
+    ref = (tmp_path / "ref.o").read_bytes()
+    assert (tmp_path / "a.o").read_bytes() == ref and (tmp_path / "b.o").read_bytes() == ref
+    log = [x for x in log_lines(env) if " kernels" in x]
+    assert "5 kernels in 0 units" in log[0] and "module record hit" in log[1]
+    # an object and an image of one module are different records
+    ptxas(env, f"-arch={ARCH}", str(src), "-o", str(tmp_path / "c.cubin"))
+    assert "module record hit" not in log_lines(env)[-1]
 
 
 def test_help(env):
@@ -303,15 +318,22 @@ def test_nvcc_through_the_shims_builds_per_kernel(tmp_path, env):
     m = re.search(r"30 kernels in (\d+) units: (\d+) from cache, (\d+) compiled",
                   log_lines(env)[-1])
     assert m and int(m.group(3)) == 1 and int(m.group(1)) > 2
-    # -rdc: nvcc asks for a relocatable object, which goes to NVIDIA's ptxas
+    # -rdc: nvcc asks for a relocatable object of the module, cached whole
     run([*nvcc, "-rdc=true", "-c", cu, "-o", tmp_path / "rdc.o"], env=env)
-    assert "-c: a relocatable object" in log_lines(env)[-1]
+    assert "30 kernels in 0 units" in log_lines(env)[-1]
+    run([*nvcc, "-rdc=true", "-c", cu, "-o", tmp_path / "rdc2.o"], env=env)
+    assert "module record hit" in log_lines(env)[-1]
     # an executable: nvcc's link step takes crt/link.stub from beside itself (as
     # CMake's compiler check does); it runs without a GPU until it calls CUDA
     main = tmp_path / "main.cu"
     main.write_text(cu_source(2) + "int main() { return 0; }\n")
     run([*nvcc, main, "-o", tmp_path / "main"], env=env)
     run([tmp_path / "main"])
+    # and with -rdc: taskcache's objects through nvcc's device link
+    (tmp_path / "main_rdc.cu").write_text("int main() { return 0; }\n")
+    run([*nvcc, "-rdc=true", tmp_path / "main_rdc.cu", tmp_path / "rdc.o", "-o",
+         tmp_path / "main_rdc"], env=env)
+    run([tmp_path / "main_rdc"])
 
 
 # ---- Triton: TRITON_PTXAS_PATH (no GPU needed to compile for a target) ------------------

@@ -68,6 +68,8 @@ static int canonical(const px_args *a, char **words)
         words[n++] = (char *)"-o";
         words[n++] = (char *)a->output;
     }
+    if (a->compile_only)
+        words[n++] = (char *)"--compile-only";
     if (a->verbose)
         words[n++] = (char *)"-v";
     if (a->warn_spills)
@@ -115,7 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (b.pass || b.ncopts != a.ncopts || strcmp(b.arch, a.arch) ||
             strcmp(b.input, a.input) || (!a.output) != (!b.output) ||
             (a.output && strcmp(a.output, b.output)) || b.verbose != a.verbose ||
-            b.warn_spills != a.warn_spills || b.warn_lmem != a.warn_lmem)
+            b.warn_spills != a.warn_spills || b.warn_lmem != a.warn_lmem ||
+            b.compile_only != a.compile_only)
             abort();
         for (size_t k = 0; k < a.ncopts; k++)
             if (strcmp(a.copts[k], b.copts[k]))
