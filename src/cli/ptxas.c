@@ -61,9 +61,9 @@ const char cli_usage_ptxas[] =
     "  TASKCACHE_DIR        the cache (else $XDG_CACHE_HOME/taskcache, ~/.cache/taskcache)\n"
     "  TASKCACHE_LOG=FILE   one line per command: what was cached, or why it went to ptxas\n"
     "  TASKCACHE_JOBS=N     compiler processes at once (default: all CPUs)\n"
-    "  TASKCACHE_UNIT_CODE  whole-program (the default here: each kernel gets the code\n"
-    "                       of a whole-module build, as ptxas would give it) or\n"
-    "                       relocatable (faster to compile; see taskcache help build)\n"
+    "  TASKCACHE_UNIT_CODE  whole-program, relocatable or auto (the default: whole-program\n"
+    "                       units where libnvJitLink is found, each kernel with the code\n"
+    "                       of a whole-module build; see taskcache help build)\n"
     "  TASKCACHE_PTXAS      NVIDIA's ptxas\n";
 
 /* Set while `taskcache ptxas` runs: a ptxas that turns out to be this
@@ -261,9 +261,6 @@ static tc_options *build_options(const px_args *a, const char *real)
         tc_options_set_compiler(o, TC_COMPILER_PTXAS);
     if (a->compile_only)
         tc_options_set_output(o, TC_OUTPUT_OBJECT);
-    const char *code = getenv("TASKCACHE_UNIT_CODE");
-    if (!code || strcmp(code, "relocatable"))
-        tc_options_set_unit_code(o, TC_UNIT_CODE_WHOLE_PROGRAM);
     const char *jobs = getenv("TASKCACHE_JOBS");
     if (jobs && atoi(jobs) > 0)
         tc_options_set_jobs(o, atoi(jobs));

@@ -65,10 +65,10 @@ def test_builds_the_cubin_taskcache_build_builds_then_serves_it(tmp_path, env):
     src = tmp_path / "m.ptx"
     src.write_text(kernels_ptx(12))
     ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "a.cubin"))
-    # the same as the library's build of the module: whole-program units,
-    # compiled by processes of that ptxas (not the in-process compiler)
-    tc("build", src, "-o", tmp_path / "b.cubin", "--arch", ARCH, "--whole-program-units",
-       "--no-cache", "--ptxas", PTXAS, "--compiler", "ptxas")
+    # the same as the library's build of the module, compiled by processes
+    # of that ptxas (not the in-process compiler)
+    tc("build", src, "-o", tmp_path / "b.cubin", "--arch", ARCH, "--no-cache", "--ptxas", PTXAS,
+       "--compiler", "ptxas", env=env)
     assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
     # a second call is one record read, and writes the same bytes
     ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "c.cubin"))
