@@ -301,7 +301,9 @@ TC_API tc_status tc_options_set_unit_code(tc_options *opts, tc_unit_code code);
  * clang -fgpu-rdc). An object is one compile of the whole module (its
  * kernels cannot be compiled apart and joined without changing what the
  * device link sees), cached as a module record: an unchanged module is
- * one read, an edited one is compiled again. Part of every key. */
+ * one read, an edited one is compiled again. Part of every key.
+ * tc_build_tasks and tc_lookup_group always link an image: with
+ * TC_OUTPUT_OBJECT they return TC_ERR_INVALID. */
 typedef enum tc_output {
     TC_OUTPUT_IMAGE = 0,
     TC_OUTPUT_OBJECT = 1

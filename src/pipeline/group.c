@@ -86,7 +86,7 @@ tc_status tc_lookup_group(tc_cache *cache, const tc_options *opts, const char *v
     if (!out)
         return TC_ERR_INVALID;
     *out = NULL;
-    if (!opts || !version || (!group_key && group_key_size))
+    if (!opts || !version || (!group_key && group_key_size) || opts->output != TC_OUTPUT_IMAGE)
         return TC_ERR_INVALID;
     tc_session s;
     if (tc_session_begin(&s, TC_CALL_LOOKUP, cache, opts, "group") != 0)

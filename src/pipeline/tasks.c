@@ -568,7 +568,8 @@ tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const tc_host 
     if (!out)
         return TC_ERR_INVALID;
     *out = NULL;
-    if (!opts || !host || !tasks || !ntasks || !host->version)
+    /* tasks always link one image: an object of a task set is not offered */
+    if (!opts || !host || !tasks || !ntasks || !host->version || opts->output != TC_OUTPUT_IMAGE)
         return TC_ERR_INVALID;
     for (size_t i = 0; i < ntasks; i++)
         if (!tasks[i].key && tasks[i].key_size)

@@ -311,6 +311,29 @@ static void test_duplicate_task_is_an_error(const char *dir)
     tc_cache_close(cache);
 }
 
+/* Tasks always link one image: asking them for a relocatable object is
+ * refused before any codegen, not answered with an image. */
+static void test_object_output_is_refused(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    CHECK(tc_options_set_output(o, TC_OUTPUT_OBJECT) == TC_OK);
+    static const char *const one[] = {"alpha"};
+    toy t;
+    toy_init(&t, 1, one);
+    tc_task tasks[1] = {{"alpha", "k1", 2}};
+    tc_host host = {"object 1", toy_codegen, &t, 0, "g", 1};
+    tc_result *r = (tc_result *)1;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 1, &r) == TC_ERR_INVALID);
+    CHECK(r == NULL);
+    CHECK(t.calls == 0);
+    r = (tc_result *)1;
+    CHECK(tc_lookup_group(cache, o, "object 1", "g", 1, &r) == TC_ERR_INVALID);
+    CHECK(r == NULL);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- 7. lookups keep their diagnostics ------------------------------------------------ */
 
 static void test_lookup_error_has_diagnostics(const char *dir)
@@ -764,6 +787,7 @@ int main(void)
     run("same key bytes, different names", test_same_key_bytes_different_names);
     run("name is part of the key", test_name_is_part_of_the_key);
     run("duplicate task", test_duplicate_task_is_an_error);
+    run("object output refused", test_object_output_is_refused);
     run("lookup error has diagnostics", test_lookup_error_has_diagnostics);
     run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
     run("empty group key", test_empty_group_key);
