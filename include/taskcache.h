@@ -103,8 +103,10 @@ typedef struct tc_cache tc_cache;
  * @return TC_OK and *out set, or an error (then *out is NULL). */
 TC_API tc_status tc_cache_open(const char *dir, tc_cache **out, tc_error *err);
 
-/* Closes the handle (records on disk stay). NULL is allowed. Never blocks:
- * calls running on the handle when it is closed (builds and lookups in
+/* Closes the handle (records on disk stay). NULL is allowed. Never blocks,
+ * but for uploads to a remote (tc_cache_set_remote): the last holder of
+ * the handle waits for those, at most the remote's flush-timeout. Calls
+ * running on the handle when it is closed (builds and lookups in
  * other threads, the build whose codegen callback closes it, tc_cache_gc,
  * tc_cache_verify, tc_cache_clear, tc_cache_stats) finish normally with
  * it, storing what they built, and the last of them to return frees it.
@@ -146,6 +148,14 @@ typedef struct tc_stats {
        and those the driver compiled itself (the log says why); the PTX of a
        link that turns out to have a second input counts in both */
     uint64_t driver_built, driver_passed;
+    /* the remote tier (tc_cache_set_remote): lookups of records missing
+       locally (hits + misses; errors and bad records are misses too), the
+       bytes and microseconds they took, and uploads (written, and not:
+       refused, failed, too large, or dropped at a full queue or at the
+       flush deadline) */
+    uint64_t remote_hits, remote_misses, remote_errors, remote_bad;
+    uint64_t remote_read_bytes, remote_read_us;
+    uint64_t remote_writes, remote_write_bytes, remote_write_errors;
 } tc_stats;
 
 /* Reads the statistics. Thread-safe. */
@@ -173,6 +183,10 @@ typedef struct tc_stats_field {
 #define TC_STATS_LIMIT 16u  /* a limit, where 0 means none */
 #define TC_STATS_INTERCEPT 32u /* about `taskcache run`: worth showing when a figure of its
                                   run of adjacent such rows is not 0 */
+#define TC_STATS_REMOTE 64u /* about the remote tier: worth showing when a figure of its run of
+                               adjacent such rows is not 0 */
+#define TC_STATS_MICROS 128u /* microseconds, spent by the events of the nearest pair of
+                                shares above it (a mean per event is their quotient) */
 
 /* Every member of tc_stats, in the order `taskcache stats` shows them.
  * @return the table (static, never NULL); *count receives its length. */
@@ -220,6 +234,72 @@ TC_API tc_status tc_cache_verify(tc_cache *cache, int remove_bad, uint64_t *chec
 /* Removes every record and resets the counters. Safe while other processes
  * use the cache: they see misses. */
 TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
+
+/* ---- remote storage ------------------------------------------------------- */
+
+/* A remote tier shared by many machines can stand behind the cache
+ * directory: a record missing locally is looked up on the server, verified
+ * exactly like a local one (checksum, key and kind; the HMAC when
+ * TASKCACHE_SECRET_FILE names a secret) and kept locally; every record
+ * stored is uploaded in the background. A server that fails, stalls or
+ * sends a bad record costs a miss, counted in tc_stats, never a failed
+ * build; a server that cannot be reached is not asked again by the
+ * process. Nothing connects until a record is missing locally.
+ *
+ * The remote is $TASKCACHE_REMOTE, else "remote = SPEC" in
+ * <dir>/taskcache.conf, else none. A spec is a URL with optional
+ * attributes after '|' (README.md, "A cache for a team"):
+ *
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]  (rediss:// for TLS)
+ *   http://HOST[:PORT][/PATH]  https://...      (WebDAV, bazel-remote)
+ *   |read-only |connect-timeout=100ms |timeout=10s |flush-timeout=10s |retries=2
+ *   |ttl=7d (Redis) |max-record=64M |layout=subdirs|bazel |bearer-token-file=PATH |ca=PATH
+ *
+ * A Redis spec may name any node of a Redis Cluster. */
+
+/* Sets this handle's remote, replacing $TASKCACHE_REMOTE and taskcache.conf
+ * ("none": no remote). Call before the handle's first build. A remote is
+ * used only when the cache directory itself is usable.
+ * @return TC_OK, or TC_ERR_INVALID with err naming what is wrong in spec
+ * (no credentials are repeated in the message). */
+TC_API tc_status tc_cache_set_remote(tc_cache *cache, const char *spec, tc_error *err);
+
+/* The remote in use, in words without credentials ("redis://cache:6379
+ * (read-only)"), or NULL. Valid until the next tc_cache_set_remote. */
+TC_API const char *tc_cache_remote(const tc_cache *cache);
+
+/* Non-NULL when a remote is configured but not used (a bad spec in
+ * $TASKCACHE_REMOTE or taskcache.conf: where, and what is wrong). */
+TC_API const char *tc_cache_remote_problem(const tc_cache *cache);
+
+/* Waits until the records queued for upload are written, at most
+ * timeout_seconds (< 0: the spec's flush-timeout, default 10 s).
+ * tc_cache_close does this too; a program calls it to learn the outcome.
+ * @return TC_OK when every upload since the last call succeeded (or there
+ * is no remote), TC_ERR_IO with err saying how many failed and the first
+ * reason (they are counted in tc_stats.remote_write_errors). */
+TC_API tc_status tc_cache_flush(tc_cache *cache, double timeout_seconds, tc_error *err);
+
+/* What tc_cache_check_remote found. */
+typedef struct tc_remote_report {
+    int reachable;          /* the server answered */
+    int writable;           /* a test record was written (not tried when read-only) */
+    int read_back;          /* it came back intact (read-only: a lookup worked) */
+    int read_only;
+    double connect_seconds; /* connecting and a first question */
+    double write_seconds, read_seconds;   /* one test record each way */
+    int64_t server_bytes;   /* memory or disk the server says it uses; -1 unknown */
+    int64_t server_records; /* keys or records it holds; -1 unknown */
+    char server[256];       /* what answered ("Redis 7.0.15, a cluster of 3 masters") */
+    char message[512];      /* the first step that failed, and why; "" when none */
+} tc_remote_report;
+
+/* Checks the remote: reaches it, writes a test record, reads it back and
+ * removes it, and asks what it holds. Blocks for up to the spec's
+ * timeouts.
+ * @return TC_OK with *out filled (reachable, writable and read_back say
+ * how far it got), or TC_ERR_NOT_FOUND when no remote is configured. */
+TC_API tc_status tc_cache_check_remote(tc_cache *cache, tc_remote_report *out, tc_error *err);
 
 /* ---- options -------------------------------------------------------------- */
 

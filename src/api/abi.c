@@ -21,6 +21,12 @@ static const tc_abi_field fields[] = {
     MEMBER(tc_stats_field, name), MEMBER(tc_stats_field, label), MEMBER(tc_stats_field, offset),
     MEMBER(tc_stats_field, flags), SIZE(tc_stats_field),
 
+#define RR(m) MEMBER(tc_remote_report, m)
+    RR(reachable), RR(writable), RR(read_back), RR(read_only), RR(connect_seconds),
+    RR(write_seconds), RR(read_seconds), RR(server_bytes), RR(server_records), RR(server),
+    RR(message), SIZE(tc_remote_report),
+#undef RR
+
     MEMBER(tc_gc_report, evicted_files), MEMBER(tc_gc_report, evicted_bytes),
     MEMBER(tc_gc_report, files), MEMBER(tc_gc_report, bytes),
     MEMBER(tc_gc_report, temps_removed), MEMBER(tc_gc_report, skipped), SIZE(tc_gc_report),

@@ -220,3 +220,58 @@ tc_status tc_cache_clear(tc_cache *c, tc_error *err)
     tc_cache_release(c);
     return st;
 }
+
+/* ---- remote storage ------------------------------------------------------------------ */
+
+tc_status tc_cache_set_remote(tc_cache *c, const char *spec, tc_error *err)
+{
+    tc_clear_error(err);
+    char why[sizeof err->message];
+    if (!spec)
+        return tc_set_error(err, TC_ERR_INVALID, "no remote spec (\"none\" for none)");
+    if (tc_store_set_remote(c->store, spec, why, sizeof why) != 0)
+        return tc_set_error(err, TC_ERR_INVALID, "%s", why);
+    return TC_OK;
+}
+
+const char *tc_cache_remote(const tc_cache *c) { return tc_store_remote(c->store); }
+
+const char *tc_cache_remote_problem(const tc_cache *c) { return tc_store_remote_problem(c->store); }
+
+tc_status tc_cache_flush(tc_cache *c, double timeout_seconds, tc_error *err)
+{
+    tc_clear_error(err);
+    char why[sizeof err->message];
+    tc_cache_hold(c);
+    int rc = tc_store_flush(c->store, timeout_seconds, why, sizeof why);
+    tc_cache_release(c);
+    return rc == 0 ? TC_OK : tc_set_error(err, TC_ERR_IO, "%s", why);
+}
+
+tc_status tc_cache_check_remote(tc_cache *c, tc_remote_report *out, tc_error *err)
+{
+    tc_clear_error(err);
+    memset(out, 0, sizeof *out);
+    out->server_bytes = out->server_records = -1;
+    tc_remote_check_result r;
+    tc_cache_hold(c);
+    int rc = tc_store_check_remote(c->store, &r);
+    tc_cache_release(c);
+    if (rc != 0)
+        return tc_set_error(err, TC_ERR_NOT_FOUND,
+                            "no remote storage: give --remote URL, or set TASKCACHE_REMOTE or "
+                            "'remote = URL' in %s/taskcache.conf",
+                            c->dir);
+    out->reachable = r.reachable;
+    out->writable = r.writable;
+    out->read_back = r.read_back;
+    out->read_only = r.read_only;
+    out->connect_seconds = r.connect_s;
+    out->write_seconds = r.write_s;
+    out->read_seconds = r.read_s;
+    out->server_bytes = r.server_bytes;
+    out->server_records = r.server_records;
+    snprintf(out->server, sizeof out->server, "%s", r.server);
+    snprintf(out->message, sizeof out->message, "%s", r.why);
+    return TC_OK;
+}

@@ -16,6 +16,7 @@ typedef struct args {
     const char *input;
     const char *output;
     const char *cache_dir;
+    const char *remote;    /* --remote SPEC */
     int no_cache, verbose, quiet, json, zero, full_keys;
     const char *max_size;
     const char *older_than;

@@ -14,6 +14,7 @@
 #include "cli/common.h"
 #include "cli/maintain.h"
 #include "cli/ptxas.h"
+#include "cli/remote.h"
 #include "cli/run.h"
 #include "taskcache.h"
 
@@ -38,11 +39,15 @@ static const char usage_main[] =
     "                                                     per kernel (nvcc, clang, Triton, XLA)\n"
     "  shims DIR                                          DIR/bin/ptxas and DIR/bin/nvcc that\n"
     "                                                     run taskcache ptxas\n"
+    "  remote check [--remote SPEC]                       check the remote storage: reachable,\n"
+    "                                                     writable, round trip\n"
     "  help [command]                                     help for a command\n"
     "  version                                            print versions\n"
     "\n"
     "The cache lives in --cache-dir DIR, else $TASKCACHE_DIR, else\n"
-    "$XDG_CACHE_HOME/taskcache, else ~/.cache/taskcache.\n"
+    "$XDG_CACHE_HOME/taskcache, else ~/.cache/taskcache. Remote storage shared\n"
+    "by many machines (Redis, Redis Cluster, WebDAV) stands behind it with\n"
+    "--remote SPEC or $TASKCACHE_REMOTE ('taskcache help remote').\n"
     "Exit status: 0 success, 1 input or compile error, 2 usage error.\n"
     "Run 'taskcache help build' for the build options.\n";
 
@@ -74,6 +79,10 @@ static const char usage_build[] =
     "  -o FILE                     output cubin (required for build; - for stdout)\n"
     "  -j N, --jobs N              compiler processes at once (default: all CPUs)\n"
     "  --cache-dir DIR             cache directory\n"
+    "  --remote SPEC               remote storage behind it, e.g. redis://cache:6379 or\n"
+    "                              'https://cache/tc|read-only'; 'none' for none (default\n"
+    "                              $TASKCACHE_REMOTE, else remote = in taskcache.conf;\n"
+    "                              see 'taskcache help remote')\n"
     "  --no-cache                  build without reading or writing the cache\n"
     "  --no-module-cache           skip whole-module records (debugging)\n"
     "  --no-unit-cache             skip unit records (debugging)\n"
@@ -148,6 +157,8 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
             if (!*v)
                 return cli_usage_error("%s needs a directory", "--cache-dir");
             a->cache_dir = v;
+        } else if ((v = cli_value_of(argc, argv, &i, "--remote", 0))) {
+            a->remote = v;
         } else if ((v = cli_value_of(argc, argv, &i, "--ptxas", 0))) {
             tc_options_set_ptxas(a->opts, v);
         } else if ((v = cli_value_of(argc, argv, &i, "--unit-cost", 0))) {
@@ -383,6 +394,9 @@ static int cmd_build(int argc, char **argv, int explain)
     }
     if (!a.no_cache && !(cache = cli_open_cache(a.cache_dir)))
         goto done;
+    if (cache && (rc = cli_use_remote(cache, a.remote)) != EXIT_OK)
+        goto done;
+    rc = EXIT_FAIL;
     if (cache && a.max_size) {
         uint64_t bytes;
         if (tc_parse_size(a.max_size, &bytes) != 0) {
@@ -417,6 +431,7 @@ static int cmd_build(int argc, char **argv, int explain)
     } else {
         print_explain_text(name, r, &rep, a.full_keys);
     }
+    cli_flush_remote(cache);
 done:
     tc_result_free(r);
     free(ptx);
@@ -463,6 +478,8 @@ int main(int argc, char **argv)
         return cli_ptxas(argc - 2, argv + 2, 0);
     if (!strcmp(cmd, "shims"))
         return cli_shims(argc - 2, argv + 2);
+    if (!strcmp(cmd, "remote"))
+        return cli_remote(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("taskcache %s (%s)\n", tc_version(),
                tc_have_inprocess_compiler() ? "with the in-process compiler" : "ptxas backend");
@@ -486,6 +503,8 @@ int main(int argc, char **argv)
             fputs(cli_usage_ptxas, stdout);
         else if (!strcmp(topic, "shims"))
             fputs(cli_usage_shims, stdout);
+        else if (!strcmp(topic, "remote"))
+            fputs(cli_usage_remote, stdout);
         else if (!*topic)
             fputs(usage_main, stdout);
         else

@@ -30,7 +30,8 @@ const char cli_usage_gc[] =
     "DIR/taskcache.conf holds 'max_size = 10G' and 'shared = true' (a cache\n"
     "shared by a group: directories 2770, files 0660; default private, 0700).\n"
     "With TASKCACHE_SECRET_FILE set, records are authenticated with its secret\n"
-    "(README.md, 'Who must be trusted').\n";
+    "(README.md, 'Who must be trusted'). 'remote = SPEC' puts remote storage\n"
+    "behind it ('taskcache help remote'); gc, verify and clear are local only.\n";
 
 const char cli_usage_verify[] =
     "usage: taskcache verify [--cache-dir DIR] [--remove-bad] [--json]\n"
@@ -143,7 +144,7 @@ static int run_used(const tc_stats *s, const tc_stats_field *f, size_t n, size_t
 
 static int shown(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i)
 {
-    static const unsigned optional[] = {TC_STATS_HOST, TC_STATS_INTERCEPT};
+    static const unsigned optional[] = {TC_STATS_HOST, TC_STATS_INTERCEPT, TC_STATS_REMOTE};
     if (!f[i].label)
         return 0;
     for (size_t k = 0; k < sizeof optional / sizeof *optional; k++)
@@ -152,9 +153,21 @@ static int shown(const tc_stats *s, const tc_stats_field *f, size_t n, size_t i)
     return 1;
 }
 
+/* The events a row of microseconds (TC_STATS_MICROS) timed: the sum of
+ * the nearest pair of shares above it. */
+static uint64_t timed_events(const tc_stats *s, const tc_stats_field *f, size_t i)
+{
+    while (i > 0 && !(f[i - 1].flags & TC_STATS_SHARE))
+        i--;
+    if (i < 2 || !(f[i - 2].flags & TC_STATS_SHARE))
+        return 0;
+    return stat_value(s, &f[i - 1]) + stat_value(s, &f[i - 2]);
+}
+
 /* `taskcache stats`: one line per figure with a label, in the table's
  * order; a pair of shares (hits, misses) with their percentage of the
- * pair's sum; a row without a label in parentheses on the line before. */
+ * pair's sum; a row without a label in parentheses on the line before; a
+ * time in seconds, with its mean per event. */
 static void print_stats_text(const tc_cache *c, const tc_stats *s)
 {
     size_t n;
@@ -162,6 +175,10 @@ static void print_stats_text(const tc_cache *c, const tc_stats *s)
     printf("%-34s %s\n", "cache directory", tc_cache_dir(c));
     if (tc_cache_warning(c))
         printf("%-34s %s\n", "warning", tc_cache_warning(c));
+    if (tc_cache_remote(c))
+        printf("%-34s %s\n", "remote", tc_cache_remote(c));
+    if (tc_cache_remote_problem(c))
+        printf("%-34s %s\n", "warning", tc_cache_remote_problem(c));
     size_t shares = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t v = stat_value(s, &f[i]);
@@ -169,6 +186,14 @@ static void print_stats_text(const tc_cache *c, const tc_stats *s)
         if (!shown(s, f, n, i))
             continue;
         char human[32];
+        if (f[i].flags & TC_STATS_MICROS) {
+            uint64_t events = timed_events(s, f, i);
+            printf("%-34s %10.3f s", f[i].label, (double)v / 1e6);
+            if (events)
+                printf("  (%.2f ms each)", (double)v / 1e3 / (double)events);
+            putchar('\n');
+            continue;
+        }
         if (f[i].flags & TC_STATS_BYTES) {
             human_bytes(v, human, sizeof human);
             printf("%-34s %12s\n", f[i].label,
@@ -195,6 +220,11 @@ static void print_stats_json(const tc_cache *c, const tc_stats *s)
     const tc_stats_field *f = tc_stats_fields(&n);
     printf("{\"cache_dir\": ");
     cli_json_string(tc_cache_dir(c));
+    printf(", \"remote\": ");
+    if (tc_cache_remote(c))
+        cli_json_string(tc_cache_remote(c));
+    else
+        printf("null");
     for (size_t i = 0; i < n; i++)
         printf(", \"%s\": %llu", f[i].name, (unsigned long long)stat_value(s, &f[i]));
     printf("}\n");

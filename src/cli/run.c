@@ -12,8 +12,8 @@
 #include "cli/run.h"
 
 const char tc_cli_usage_run[] =
-    "usage: taskcache run [--cache-dir DIR] [--log FILE] [-v] [--relocatable-units] [--]\n"
-    "                     CMD [ARGS...]\n"
+    "usage: taskcache run [--cache-dir DIR] [--remote SPEC] [--log FILE] [-v]\n"
+    "                     [--relocatable-units] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with taskcache standing in for the CUDA driver's PTX compiler: PTX\n"
     "the program hands to cuModuleLoadData(Ex), cuLibraryLoadData or a link with\n"
@@ -29,6 +29,7 @@ const char tc_cli_usage_run[] =
     "themselves (Triton, XLA with its own ptxas, PyTorch Inductor).\n"
     "\n"
     "  --cache-dir DIR   the cache (else $TASKCACHE_DIR, ~/.cache/taskcache)\n"
+    "  --remote SPEC     remote storage behind it (TASKCACHE_REMOTE; taskcache help remote)\n"
     "  --log FILE        one line per driver call taken or passed on, and why\n"
     "  -v                the same on standard error\n"
     "  --whole-program-units, --relocatable-units\n"
@@ -80,6 +81,10 @@ int tc_cli_run(int argc, char **argv)
             break;
         if ((!strcmp(a, "--cache-dir") || !strcmp(a, "--log")) && i + 1 < argc) {
             setenv(a[2] == 'c' ? "TASKCACHE_DIR" : "TASKCACHE_LOG", argv[++i], 1);
+        } else if (!strcmp(a, "--remote") && i + 1 < argc) {
+            setenv("TASKCACHE_REMOTE", argv[++i], 1);
+        } else if (!strncmp(a, "--remote=", 9)) {
+            setenv("TASKCACHE_REMOTE", a + 9, 1);
         } else if (!strncmp(a, "--cache-dir=", 12)) {
             setenv("TASKCACHE_DIR", a + 12, 1);
         } else if (!strncmp(a, "--log=", 6)) {

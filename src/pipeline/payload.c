@@ -98,9 +98,9 @@ static int decode_unit(void *ctx, const char *payload, size_t len)
 
 static void undo_unit(void *ctx) { tc_unit_clear(ctx); }
 
-int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int count_bad)
+int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int first_look)
 {
-    return tc_session_read_record(s, kind, &u->key, count_bad, decode_unit, undo_unit, u);
+    return tc_session_read_record(s, kind, &u->key, first_look, decode_unit, undo_unit, u);
 }
 
 void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u)

@@ -16,8 +16,9 @@
 #include "pipeline/session.h"
 
 /* Reads u's record (TC_REC_UNIT or TC_REC_TASK) into u through the
- * session's record reader. 1 hit, 0 miss. */
-int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int count_bad);
+ * session's record reader (first_look: see tc_session_read_record). 1
+ * hit, 0 miss. */
+int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int first_look);
 /* Stores u's record (name: the task's, NULL for a unit). */
 void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u);
 

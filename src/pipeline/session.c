@@ -213,13 +213,13 @@ tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx,
 
 /* ---- records ------------------------------------------------------------------------- */
 
-int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int count_bad,
+int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int first_look,
                            tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx)
 {
     char *payload = NULL;
     size_t len = 0;
     int bad = 0;
-    int ok = tc_store_get(s->store, s->o->arch, kind, key, &payload, &len, &bad);
+    int ok = tc_store_get(s->store, s->o->arch, kind, key, first_look, &payload, &len, &bad);
     if (ok) {
         ok = decode(ctx, payload, len) == 0;
         free(payload);
@@ -228,7 +228,7 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
             bad = 1;
         }
     }
-    if (bad && count_bad)
+    if (bad && first_look)
         tc_session_count(s, TC_C_BAD_RECORDS, 1);
     return ok;
 }
@@ -314,6 +314,17 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
     }
     if (s->store && tc_store_warning(s->store))
         tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_warning(s->store));
+    char remote_warning[700];
+    if (s->store && tc_store_remote_problem(s->store))
+        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", tc_store_remote_problem(s->store));
+    else if (s->store && tc_store_take_remote_warning(s->store, remote_warning,
+                                                      sizeof remote_warning))
+        tc_sb_printf(&r->diag, "taskcache: warning: %s\n", remote_warning);
+    /* what the remote tier did meanwhile (its uploads finish later: the
+     * next call, a flush or the close records those); explain counts
+     * nothing, its lookups included */
+    if (s->store)
+        tc_store_take_counts(s->store, &s->delta);
     if (s->call != TC_CALL_EXPLAIN && s->store) {
         if (s->call == TC_CALL_BUILD)
             s->delta.v[TC_C_BUILDS]++;

@@ -111,12 +111,15 @@ tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx,
                           const void *ctx, size_t n);
 
 /* The one record reader: reads the record of kind/key and hands its
- * payload to decode(ctx, ...). 1 hit, 0 miss. A record that fails its
- * checksum or does not decode counts as bad when count_bad (a call counts
- * only its first look at a record); after a failed decode, undo(ctx)
- * clears what decode set. */
+ * payload to decode(ctx, ...). 1 hit, 0 miss. first_look: the call's
+ * first look at the record, which counts a record that fails its
+ * checksum or does not decode as bad, and asks the remote tier on a local
+ * miss; a look again (after taking a compile lease, or while another
+ * process of this machine compiles it) is local: that process publishes
+ * here, and the remote was asked already. After a failed decode,
+ * undo(ctx) clears what decode set. */
 typedef int (*tc_record_decode_fn)(void *ctx, const char *payload, size_t len);
-int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int count_bad,
+int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int first_look,
                            tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx);
 /* Stores a record and counts it, written or not. */
 void tc_session_write_record(tc_session *s, uint32_t kind, const tc_digest *key,

@@ -51,12 +51,27 @@
       TC_S_COUNT | TC_STATS_INTERCEPT)                                                   \
     X(DRIVER_PASSED, driver_passed, "  passed on to the driver",                         \
       TC_S_COUNT | TC_STATS_INTERCEPT)                                                   \
+    TC_STATS_REMOTE_ROWS(X)                                                              \
     X(MODULE_RECORDS, module_records, "module records on disk", 0)                       \
     X(UNIT_RECORDS, unit_records, "unit records on disk", 0)                             \
     X(TASK_RECORDS, task_records, "task records on disk", TC_STATS_HOST)                 \
     X(GROUP_RECORDS, group_records, "group manifests on disk", TC_STATS_HOST)            \
     X(DISK_BYTES, disk_bytes, "size on disk", TC_STATS_BYTES)                            \
     X(MAX_SIZE, max_size, "size limit", TC_STATS_BYTES | TC_STATS_LIMIT)
+
+/* The remote tier (src/remote): lookups of local misses (every error and
+ * bad record is also a miss), the time they took, and uploads. */
+#define TC_S_REMOTE (TC_STATS_COUNTER | TC_STATS_REMOTE)
+#define TC_STATS_REMOTE_ROWS(X)                                                          \
+    X(REMOTE_HITS, remote_hits, "remote hits", TC_S_REMOTE | TC_STATS_SHARE)             \
+    X(REMOTE_MISSES, remote_misses, "remote misses", TC_S_REMOTE | TC_STATS_SHARE)       \
+    X(REMOTE_ERRORS, remote_errors, "  errors (server down, timeouts, ...)", TC_S_REMOTE) \
+    X(REMOTE_BAD, remote_bad, "  bad records (rebuilt)", TC_S_REMOTE)                    \
+    X(REMOTE_READ_BYTES, remote_read_bytes, "remote bytes read", TC_S_REMOTE | TC_STATS_BYTES) \
+    X(REMOTE_READ_US, remote_read_us, "remote lookup time", TC_S_REMOTE | TC_STATS_MICROS) \
+    X(REMOTE_WRITES, remote_writes, "remote records written", TC_S_REMOTE)              \
+    X(REMOTE_WRITE_BYTES, remote_write_bytes, NULL, TC_S_REMOTE | TC_STATS_BYTES)        \
+    X(REMOTE_WRITE_ERRORS, remote_write_errors, "  not written (errors, full queue)", TC_S_REMOTE)
 
 enum {
 #define TC_X(id, name, label, flags) TC_C_##id,

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "remote/remote.h"
 #include "store/config.h"
+#include "store/stats.h"
 #include "store/trust.h"
 #include "util/fs.h"
 #include "util/strbuf.h"
@@ -41,6 +44,9 @@ struct tc_store {
     int authenticated;       /* records carry an HMAC under mac */
     tc_hmac_key mac;
     char auth_id[24];        /* names the secret in keys; "" without one */
+    tc_remote *remote;       /* the remote tier behind this store, or NULL */
+    char remote_problem[800];  /* why the remote configured is not used (guarded by lock) */
+    tc_counters remote_counts; /* what lookups in the remote did (guarded by lock) */
 };
 
 static void set_warning_why(tc_store *st, const char *what, const char *path, const char *why)
@@ -96,22 +102,167 @@ static int fault(const char *op)
 
 /* ---- configuration ------------------------------------------------------------------- */
 
-/* <root>/taskcache.conf (config.h) */
-static void read_config(tc_store *st)
+/* <root>/taskcache.conf (config.h), applied; cfg keeps what is applied
+ * later (the remote, once the directory is trusted). */
+static void read_config(tc_store *st, tc_config *cfg)
 {
     char *data = NULL;
     size_t len;
+    cfg->max_size = st->max_size;
+    cfg->shared = st->shared;
     if (st->rootfd < 0 ||
         tc_read_file_at(st->rootfd, "taskcache.conf", MAX_CONFIG_BYTES, &data, &len) != 0)
         return;
-    tc_config cfg = {st->max_size, st->shared};
-    tc_config_parse(data, len, &cfg);
-    st->max_size = cfg.max_size;
-    st->shared = cfg.shared;
+    tc_config_parse(data, len, cfg);
+    st->max_size = cfg->max_size;
+    st->shared = cfg->shared;
     free(data);
 }
 
 static mode_t dir_mode(const tc_store *st) { return st->shared ? 02770 : 0700; }
+
+/* ---- the remote tier: configuration ------------------------------------------------ */
+
+/* Uploads and lookups not yet in the statistics: the store's counts and
+ * the remote's writes, moved into delta. */
+static void take_counts(tc_store *st, tc_counters *delta)
+{
+    tc_remote_writes w = {0, 0, 0};
+    if (st->remote)
+        tc_remote_take_writes(st->remote, &w);
+    pthread_mutex_lock(&st->lock);
+    for (int i = 0; i < TC_NCOUNTERS; i++)
+        delta->v[i] += st->remote_counts.v[i];
+    memset(&st->remote_counts, 0, sizeof st->remote_counts);
+    pthread_mutex_unlock(&st->lock);
+    delta->v[TC_C_REMOTE_WRITES] += w.written;
+    delta->v[TC_C_REMOTE_WRITE_BYTES] += w.bytes;
+    delta->v[TC_C_REMOTE_WRITE_ERRORS] += w.failed;
+}
+
+/* Adds to the statistics what the remote did outside any build (uploads
+ * finish after the build that queued them), plus final (may be NULL). */
+static void record_counts(tc_store *st, const tc_remote_writes *final)
+{
+    tc_counters delta;
+    memset(&delta, 0, sizeof delta);
+    take_counts(st, &delta);
+    if (final) {
+        delta.v[TC_C_REMOTE_WRITES] += final->written;
+        delta.v[TC_C_REMOTE_WRITE_BYTES] += final->bytes;
+        delta.v[TC_C_REMOTE_WRITE_ERRORS] += final->failed;
+    }
+    for (int i = 0; i < TC_NCOUNTERS; i++)
+        if (delta.v[i]) {
+            (void)tc_stats_add(st, &delta, NULL); /* statistics never fail anything */
+            return;
+        }
+}
+
+/* Flushes and frees the remote; what it did goes to the statistics. */
+static void close_remote(tc_store *st)
+{
+    if (!st->remote)
+        return;
+    tc_remote_writes w;
+    tc_remote_close(st->remote, &w);
+    st->remote = NULL;
+    record_counts(st, &w);
+}
+
+/* Puts the remote of spec text behind the store (none for "none"); where:
+ * where the text came from, for messages. A taskcache.conf is written by
+ * whoever may write the cache: in a shared one, a member could make others
+ * send a file of theirs to a server of the member's choosing, so there it
+ * may not name a bearer-token-file. 0, or -1 with why filled. */
+static int set_remote(tc_store *st, const char *text, const char *where, int from_shared_file,
+                      char *why, size_t n)
+{
+    tc_remote_spec *spec = malloc(sizeof *spec);
+    char reason[512];
+    int rc = -1;
+    if (!spec) {
+        snprintf(why, n, "%s: out of memory", where);
+        return -1;
+    }
+    if (tc_config_parse_remote(text, spec, reason, sizeof reason) != 0) {
+        snprintf(why, n, "%s: %s", where, reason);
+    } else if (from_shared_file && spec->bearer_file[0]) {
+        snprintf(why, n, "%s: bearer-token-file is not taken from the taskcache.conf of a "
+                         "shared cache (a member could have it send one of your files to "
+                         "their server); set it in TASKCACHE_REMOTE", where);
+    } else {
+        close_remote(st);
+        if (spec->kind && !(st->remote = tc_remote_new(spec)))
+            snprintf(why, n, "%s: out of memory", where);
+        else
+            rc = 0;
+    }
+    free(spec);
+    return rc;
+}
+
+/* The remote of $TASKCACHE_REMOTE, else of the configuration's "remote =";
+ * a bad spec leaves the store without one, and every build says why. */
+static void configure_remote(tc_store *st, const tc_config *cfg)
+{
+    const char *env = getenv("TASKCACHE_REMOTE");
+    char where[PATH_MAX + 64], why[sizeof st->remote_problem - 64];
+    int rc = 0;
+    if (env && *env) {
+        rc = set_remote(st, env, "TASKCACHE_REMOTE", 0, why, sizeof why);
+    } else if (cfg->remote[0]) {
+        snprintf(where, sizeof where, "%s/taskcache.conf:%u", st->root, cfg->remote_line);
+        rc = set_remote(st, cfg->remote, where, st->shared, why, sizeof why);
+    }
+    if (rc != 0)
+        snprintf(st->remote_problem, sizeof st->remote_problem,
+                 "%s; no remote storage is used", why);
+}
+
+int tc_store_set_remote(tc_store *st, const char *text, char *why, size_t n)
+{
+    if (set_remote(st, text, "remote", 0, why, n) != 0)
+        return -1;
+    pthread_mutex_lock(&st->lock);
+    st->remote_problem[0] = '\0'; /* this one replaces whatever was configured */
+    pthread_mutex_unlock(&st->lock);
+    return 0;
+}
+
+const char *tc_store_remote(const tc_store *st)
+{
+    return st->remote ? tc_remote_spec_of(st->remote)->description : NULL;
+}
+
+const char *tc_store_remote_problem(const tc_store *st)
+{
+    return st->remote_problem[0] ? st->remote_problem : NULL;
+}
+
+int tc_store_take_remote_warning(tc_store *st, char *buf, size_t n)
+{
+    return st->remote ? tc_remote_take_warning(st->remote, buf, n) : 0;
+}
+
+void tc_store_take_counts(tc_store *st, tc_counters *delta) { take_counts(st, delta); }
+
+int tc_store_flush(tc_store *st, double timeout_s, char *why, size_t n)
+{
+    if (!st->remote)
+        return 0;
+    int rc = tc_remote_flush(st->remote, timeout_s, why, n);
+    record_counts(st, NULL); /* so that `taskcache stats` shows the uploads at once */
+    return rc;
+}
+
+int tc_store_check_remote(tc_store *st, tc_remote_check_result *out)
+{
+    if (!st->remote)
+        return -1;
+    tc_remote_check(st->remote, out);
+    return 0;
+}
 
 /* For calls whose failure changes nothing that matters (a permission
  * refresh, a timestamp): glibc marks some of them warn_unused_result. */
@@ -145,7 +296,12 @@ tc_store *tc_store_open(const char *root)
         st->readonly = 1;
         return st;
     }
-    read_config(st);
+    tc_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg) {
+        tc_store_close(st);
+        return NULL;
+    }
+    read_config(st, cfg);
     const char *env = getenv("TASKCACHE_MAXSIZE");
     if (env && *env)
         tc_config_parse_size(env, &st->max_size);
@@ -157,6 +313,7 @@ tc_store *tc_store_open(const char *root)
     if (why) {
         set_warning_why(st, "trust the cache directory", root, why);
         bypass(st);
+        free(cfg);
         return st;
     }
     const char *secret = getenv(TC_SECRET_ENV);
@@ -166,10 +323,13 @@ tc_store *tc_store_open(const char *root)
             /* without its secret the cache would serve what anyone wrote */
             set_warning_why(st, "authenticate the records of", root, reason);
             bypass(st);
+            free(cfg);
             return st;
         }
         st->authenticated = 1;
     }
+    configure_remote(st, cfg);
+    free(cfg);
     if (access(root, W_OK) != 0 || fault("write")) {
         set_warning(st, "write to the cache directory", root, fault("write") ? fault("write")
                                                                              : errno);
@@ -190,6 +350,7 @@ void tc_store_close(tc_store *st)
 {
     if (!st)
         return;
+    close_remote(st);
     if (st->rootfd >= 0)
         close(st->rootfd);
     free(st->root);
@@ -322,12 +483,11 @@ static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind,
     return 0;
 }
 
-int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
-                 char **payload, size_t *len, int *bad)
+/* The local record file of kind/key, verified. 1 hit, 0 miss. */
+static int local_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                     char **payload, size_t *len, int *bad)
 {
     char name[TC_DIGEST_HEX_LEN + 1];
-    if (fault("read"))
-        return 0;
     int dfd = record_dir(st, target, kind, key, name, 0);
     if (dfd < 0) {
         if ((errno == ELOOP || errno == ENOTDIR) && bad)
@@ -350,11 +510,92 @@ int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_diges
     return hit;
 }
 
+/* Writes the complete record rec (len bytes) as the file of kind/key. 0,
+ * or -1 with the store's warning saying why. */
+static int write_record(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                        const void *rec, size_t len)
+{
+    char name[TC_DIGEST_HEX_LEN + 1];
+    int f = fault("write");
+    if (f) {
+        errno = f;
+        set_warning(st, "write records in", st->root, f);
+        return -1;
+    }
+    int dfd = record_dir(st, target, kind, key, name, 1);
+    if (dfd < 0) {
+        set_warning(st, "create a record directory in", st->root, errno);
+        return -1;
+    }
+    int rc = tc_write_atomic_at(dfd, name, rec, len, file_mode(st), st->shared);
+    if (rc != 0)
+        set_warning(st, "write records in", st->root, errno);
+    close(dfd);
+    return rc;
+}
+
+/* A record's name on a remote server: "<target>/<kind>/<64 hex>". */
+static void remote_name(const char *target, uint32_t kind, const tc_digest *key, char *out,
+                        size_t n)
+{
+    char hex[TC_DIGEST_HEX_LEN + 1];
+    tc_digest_hex(key, hex);
+    snprintf(out, n, "%s/%c/%s", target, kind_dir(kind), hex);
+}
+
+/* Whether the remote tier is in use: there is one, behind a store that
+ * is in use (a cache refused for its trust or a missing secret uses no
+ * storage at all). */
+static int remote_on(const tc_store *st) { return st->remote && st->rootfd >= 0; }
+
+/* A local miss, asked of the remote. Its record is verified exactly as a
+ * local one (the one record reader: checksum or HMAC, key, kind) and, when
+ * it verifies, kept in the local store, byte for byte. 1 hit, 0 miss:
+ * whatever went wrong (the server, or the record it sent) is a miss,
+ * counted. */
+static int remote_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                      char **payload, size_t *len)
+{
+    char name[128];
+    remote_name(target, kind, key, name, sizeof name);
+    tc_sb rec = TC_SB_INIT;
+    double seconds;
+    tc_remote_outcome o = tc_remote_get(st->remote, name, tc_record_max_file(kind), &rec,
+                                        &seconds);
+    int hit = o == TC_REMOTE_OK &&
+              tc_record_decode(rec.data, rec.len, kind, key, tc_store_mac(st), payload, len) == 0;
+    int kept = hit && tc_store_writable(st) &&
+               write_record(st, target, kind, key, rec.data, rec.len) == 0;
+    if (o != TC_REMOTE_OFF) {
+        pthread_mutex_lock(&st->lock);
+        uint64_t *c = st->remote_counts.v;
+        c[hit ? TC_C_REMOTE_HITS : TC_C_REMOTE_MISSES]++;
+        c[TC_C_REMOTE_ERRORS] += o == TC_REMOTE_FAILED || o == TC_REMOTE_DOWN;
+        c[TC_C_REMOTE_BAD] += o == TC_REMOTE_OK && !hit;
+        c[TC_C_REMOTE_READ_BYTES] += rec.len;
+        c[TC_C_REMOTE_READ_US] += (uint64_t)(seconds * 1e6);
+        c[TC_C_CACHE_BYTES] += kept ? rec.len : 0;
+        pthread_mutex_unlock(&st->lock);
+    }
+    tc_sb_free(&rec);
+    return hit;
+}
+
+int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                 int ask_remote, char **payload, size_t *len, int *bad)
+{
+    if (fault("read"))
+        return 0;
+    if (local_get(st, target, kind, key, payload, len, bad))
+        return 1;
+    return ask_remote && remote_on(st) && remote_get(st, target, kind, key, payload, len);
+}
+
 int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
 {
     char *p = NULL;
     size_t n;
-    int hit = tc_store_get(st, target, kind, key, &p, &n, NULL);
+    int hit = tc_store_get(st, target, kind, key, 1, &p, &n, NULL);
     free(p);
     return hit;
 }
@@ -362,33 +603,26 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
 long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                        const void *payload, size_t len)
 {
-    if (st->readonly)
+    int upload = remote_on(st) && !tc_remote_spec_of(st->remote)->read_only;
+    if (st->readonly && !upload)
         return -1;
     tc_sb rec = TC_SB_INIT;
     long long rc = -1;
-    char name[TC_DIGEST_HEX_LEN + 1];
-    int dfd = -1;
-    if (tc_record_encode(kind, key, payload, len, tc_store_mac(st), &rec) != 0)
-        goto done;
-    int f = fault("write");
-    if (f) {
-        errno = f;
-        set_warning(st, "write records in", st->root, f);
-        goto done;
+    if (tc_record_encode(kind, key, payload, len, tc_store_mac(st), &rec) != 0) {
+        tc_sb_free(&rec);
+        return -1;
     }
-    dfd = record_dir(st, target, kind, key, name, 1);
-    if (dfd < 0) {
-        set_warning(st, "create a record directory in", st->root, errno);
-        goto done;
+    if (!st->readonly && write_record(st, target, kind, key, rec.data, rec.len) == 0)
+        rc = (long long)rec.len;
+    if (upload) {
+        /* the same bytes as the local file; the queue takes them */
+        char name[128];
+        remote_name(target, kind, key, name, sizeof name);
+        size_t n;
+        char *bytes = tc_sb_take(&rec, &n);
+        if (bytes)
+            (void)tc_remote_put(st->remote, name, bytes, n); /* counted by the remote */
     }
-    if (tc_write_atomic_at(dfd, name, rec.data, rec.len, file_mode(st), st->shared) != 0) {
-        set_warning(st, "write records in", st->root, errno);
-        goto done;
-    }
-    rc = (long long)rec.len;
-done:
-    if (dfd >= 0)
-        close(dfd);
     tc_sb_free(&rec);
     return rc;
 }

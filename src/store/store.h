@@ -16,6 +16,12 @@
  * without following symbolic links. Every hit refreshes the record's
  * modification time, the clock of LRU eviction.
  *
+ * A remote tier (remote storage servers, src/remote) may stand behind the
+ * records: a local miss is asked of the remote, whose record is verified
+ * exactly like a local file and then kept locally; every record stored is
+ * also queued for upload. Only records go to the remote: leases, gc,
+ * verify and clear are local.
+ *
  * store.c opens the store and reads and writes single files; walk.c visits
  * every record (count, gc, verify, clear). */
 #ifndef TC_STORE_STORE_H
@@ -24,8 +30,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "remote/remote.h"
 #include "store/record.h"
 #include "util/hash.h"
+
+struct tc_counters;
 
 
 typedef struct tc_store tc_store;
@@ -42,16 +51,20 @@ const char *tc_store_warning(const tc_store *st);
 
 /* ---- records ---- */
 
-/* Looks a record up. Returns 1 with its payload (malloc'd), or 0 for a
- * miss; *bad is set to 1 when a record was there but did not verify. */
+/* Looks a record up locally and, on a miss when ask_remote, in the remote
+ * tier. Returns 1 with its payload (malloc'd), or 0 for a miss; *bad is
+ * set to 1 when a local record was there but did not verify (a remote one
+ * is counted in the remote's figures). */
 int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
-                 char **payload, size_t *len, int *bad);
+                 int ask_remote, char **payload, size_t *len, int *bad);
 
-/* Whether a valid record exists (reads and verifies it). */
+/* Whether a valid record exists, locally or in the remote tier (reads and
+ * verifies it). */
 int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
 
-/* Stores a record. Returns the number of bytes written, or -1 when it
- * could not be stored (the store's warning then says why). */
+/* Stores a record, and queues it for the remote tier. Returns the number
+ * of bytes written locally, or -1 when it could not be stored there (the
+ * store's warning then says why). */
 long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                        const void *payload, size_t len);
 
@@ -66,6 +79,29 @@ int tc_store_shared(const tc_store *st);
  * and the secret's name, which keys carry. NULL without one. */
 const tc_hmac_key *tc_store_mac(const tc_store *st);
 const char *tc_store_auth_id(const tc_store *st);
+
+/* ---- the remote tier ---- */
+
+/* The remote comes from $TASKCACHE_REMOTE, else "remote = SPEC" in
+ * <root>/taskcache.conf (config.h says what a spec is); this replaces
+ * both ("none": no remote). Not while builds use the store. 0, or -1
+ * with why filled (a bad spec). */
+int tc_store_set_remote(tc_store *st, const char *spec, char *why, size_t n);
+/* The remote in use, in words (no credentials), or NULL. */
+const char *tc_store_remote(const tc_store *st);
+/* Why the remote configured is not used (a bad spec), or NULL. */
+const char *tc_store_remote_problem(const tc_store *st);
+/* The remote's first problem in this process, once (remote.h). */
+int tc_store_take_remote_warning(tc_store *st, char *buf, size_t n);
+/* Adds what the remote tier did since the last call (lookups, uploads) to
+ * delta (TC_C_* counters, stats.h). */
+void tc_store_take_counts(tc_store *st, struct tc_counters *delta);
+/* Waits for the uploads queued, at most timeout_s seconds (<0: the spec's
+ * flush timeout), and records them in the statistics. 0, or -1 with why
+ * filled when some could not be written. */
+int tc_store_flush(tc_store *st, double timeout_s, char *why, size_t n);
+/* `taskcache remote check` (remote.h). -1 when there is no remote. */
+int tc_store_check_remote(tc_store *st, tc_remote_check_result *out);
 
 /* ---- compile leases ---- */
 

@@ -299,7 +299,7 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
         size_t n;
         int b = 0;
         if (!w.items[i].planted &&
-            tc_store_get(st, target, kinds[w.items[i].kind], &key, &p, &n, &b)) {
+            tc_store_get(st, target, kinds[w.items[i].kind], &key, 0, &p, &n, &b)) {
             free(p);
             continue;
         }

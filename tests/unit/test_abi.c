@@ -55,7 +55,7 @@ static void test_abi_table_covers_every_struct(void)
     const char *types[] = {"tc_error", "tc_stats", "tc_stats_field", "tc_gc_report",
                            "tc_report", "tc_param_info", "tc_entry_info", "tc_task",
                            "tc_host", "tc_task_info", "tc_kernel", "tc_launch",
-                           "tc_abi_field"};
+                           "tc_abi_field", "tc_remote_report"};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         check_struct(rows, n, types[t]);
     /* spot checks against the compiler's own layout */
@@ -104,8 +104,9 @@ static void test_stats_table_names_every_member_once(void)
             found += v == 9 && (f[i].flags & TC_STATS_LIMIT) && !(f[i].flags & TC_STATS_COUNTER);
     }
     CHECK(found == 2);
-    CHECK(counters == 22);    /* everything but the six figures measured on disk */
-    CHECK(labelled == n - 1); /* bytes_written is shown with records_written */
+    CHECK(counters == 31);    /* everything but the six figures measured on disk */
+    CHECK(labelled == n - 2); /* bytes_written is shown with records_written, and
+                                 remote_write_bytes with remote_writes */
 }
 
 int main(void)
