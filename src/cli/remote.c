@@ -78,23 +78,23 @@ static void print_check_text(const tc_cache *c, const tc_remote_report *r)
         printf("%-14s %s\n", "server", r->server);
     printf("%-14s %s", "reachable", r->reachable ? "yes" : "no");
     if (r->reachable)
-        printf(" (connected and answered in %.1f ms)", r->connect_seconds * 1e3);
+        printf(" (connected and answered in %.2f ms)", r->connect_seconds * 1e3);
     putchar('\n');
     if (r->read_only) {
         printf("%-14s %s\n", "writable", "not tried: read-only");
         printf("%-14s %s", "lookup", r->read_back ? "yes" : "no");
         if (r->read_back)
-            printf(" (%.1f ms)", r->read_seconds * 1e3);
+            printf(" (%.2f ms)", r->read_seconds * 1e3);
         putchar('\n');
     } else if (r->reachable) {
         printf("%-14s %s", "writable", r->writable ? "yes" : "no");
         if (r->writable)
-            printf(" (a test record written in %.1f ms)", r->write_seconds * 1e3);
+            printf(" (a test record written in %.2f ms)", r->write_seconds * 1e3);
         putchar('\n');
         if (r->writable) {
             printf("%-14s %s", "round trip", r->read_back ? "yes" : "no");
             if (r->read_back)
-                printf(" (read back intact in %.1f ms)", r->read_seconds * 1e3);
+                printf(" (read back intact in %.2f ms)", r->read_seconds * 1e3);
             putchar('\n');
         }
     }
