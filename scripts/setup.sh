@@ -5,7 +5,9 @@
 #   scripts/setup.sh            packages + release build in build/
 #
 # Debian packages: cmake, gcc, clang, pkg-config, libssl-dev (libcrypto for
-# SHA-256), libzstd-dev. Python: pytest (from PyPI) for the end-to-end
+# SHA-256), libzstd-dev; for the remote tier libcurl4-openssl-dev (HTTP) and
+# libhiredis-dev (Redis), and the servers its tests start on loopback ports:
+# redis-server (with redis-cli) and nginx (WebDAV). Python: pytest (from PyPI) for the end-to-end
 # tests. The CUDA toolkit (ptxas, nvlink, libnvJitLink) is found, not
 # installed: $CUDA_HOME or /usr/local/cuda, or PATH. When the toolkit lacks
 # libnvptxcompiler_static, the matching nvidia-nvptxcompiler wheel is
@@ -14,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in cmake make gcc clang pkg-config libssl-dev libzstd-dev; do
+for pkg in cmake make gcc clang pkg-config libssl-dev libzstd-dev \
+           libcurl4-openssl-dev libhiredis-dev redis-server redis-tools nginx; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then

@@ -554,13 +554,13 @@ int tc_remote_flush(tc_remote *r, double timeout_s, char *why, size_t whylen)
     /* failures for the reason the process's one warning gave are not
      * reported twice */
     if (r->unflushed_failures && (r->unflushed_news || !r->warning_taken)) {
-        snprintf(why, whylen, "%llu record(s) could not be written to remote %s: %s",
+        snprintf(why, whylen, "%llu record(s) could not be written to remote %.190s: %s",
                  (unsigned long long)r->unflushed_failures, r->spec.description,
                  r->first_failure);
         r->warning_taken = 1;
         rc = -1;
     } else if (!done) {
-        snprintf(why, whylen, "%zu record(s) are still being written to remote %s",
+        snprintf(why, whylen, "%zu record(s) are still being written to remote %.190s",
                  r->queued + (size_t)r->writer_busy, r->spec.description);
         rc = -1;
     }

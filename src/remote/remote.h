@@ -59,7 +59,8 @@ typedef struct tc_remote_spec {
     long long ttl_s;                  /* redis: expiry, refreshed on every hit; 0 none */
     uint64_t max_record;              /* records larger than this are not uploaded */
     tc_remote_layout layout;
-    char description[640];            /* the URL without credentials, and "read-only" */
+    char description[4400];           /* the URL without credentials, and "read-only":
+                                         room for every host a spec may name */
 } tc_remote_spec;
 
 /* What an operation on a server came to. */

@@ -187,6 +187,8 @@ static int parse_host(const char *p, size_t len, int default_port, tc_remote_hos
     }
     if (!hlen)
         return fail(why, n, "%s", "a host name is missing");
+    if (v6 && !memchr(host, ':', hlen))
+        return fail(why, n, "%s", "[ ] holds an IPv6 address, which has a ':'");
     if (hlen >= sizeof h->name)
         return fail(why, n, "%s", "a host name is too long");
     for (size_t i = 0; i < hlen; i++)
