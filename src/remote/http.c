@@ -170,6 +170,11 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     if (h->bearer) {
         curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
         curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, h->bearer);
+    } else if (s->aws_sigv4[0]) {
+        /* S3 and compatible stores: libcurl signs each request (7.75+) */
+        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->aws_sigv4);
+        curl_easy_setopt(c, CURLOPT_USERNAME, s->user);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, s->password);
     } else if (s->user[0] || s->password[0]) {
         curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
         curl_easy_setopt(c, CURLOPT_USERNAME, s->user);

@@ -52,6 +52,8 @@ typedef struct tc_remote_spec {
     int db;                           /* redis: the database of redis://host/N */
     char user[256], password[256];    /* from the URL, percent-decoded */
     char bearer_file[1024];           /* http: a file holding a bearer token */
+    char aws_sigv4[128];              /* http: sign requests with AWS SigV4 (S3 and its
+                                         kin: "aws:amz:REGION:s3"), key:secret from the URL */
     char ca[1024];                    /* TLS: a CA bundle file or a directory of CAs */
     int read_only;                    /* look records up, never upload */
     long connect_timeout_ms, timeout_ms, flush_timeout_ms;

@@ -223,6 +223,7 @@ static const struct {
     {"retries", 1, FOR_HTTP | FOR_REDIS},      {"max-record", 1, FOR_HTTP | FOR_REDIS},
     {"ca", 1, FOR_HTTP | FOR_REDIS},           {"ttl", 1, FOR_REDIS},
     {"layout", 1, FOR_HTTP},                   {"bearer-token-file", 1, FOR_HTTP},
+    {"aws-sigv4", 1, FOR_HTTP},
 };
 
 static int copy_value(char *out, size_t cap, const char *v, const char *what, char *why, size_t n)
@@ -246,7 +247,8 @@ static int apply_attribute(char *attr, tc_remote_spec *spec, char *why, size_t n
     if (k == count)
         return fail(why, n,
                     "unknown attribute '%s' (read-only, connect-timeout, timeout, "
-                    "flush-timeout, retries, max-record, ca, ttl, layout, bearer-token-file)",
+                    "flush-timeout, retries, max-record, ca, ttl, layout, bearer-token-file, "
+                    "aws-sigv4)",
                     attr);
     int kind = spec->kind == TC_REMOTE_HTTP ? FOR_HTTP : FOR_REDIS;
     if (!(attributes[k].kinds & kind))
@@ -286,6 +288,12 @@ static int apply_attribute(char *attr, tc_remote_spec *spec, char *why, size_t n
             return fail(why, n, "layout is subdirs or bazel, not '%s'", value);
     } else if (!strcmp(attr, "ca")) {
         return copy_value(spec->ca, sizeof spec->ca, value, attr, why, n);
+    } else if (!strcmp(attr, "aws-sigv4")) {
+        for (const char *q = value; *q; q++)
+            if (!host_char(*q, 0) && *q != ':')
+                return fail(why, n, "%s takes PROVIDER:...:REGION:SERVICE, such as "
+                                    "aws:amz:us-east-1:s3", attr);
+        return copy_value(spec->aws_sigv4, sizeof spec->aws_sigv4, value, attr, why, n);
     } else {
         return copy_value(spec->bearer_file, sizeof spec->bearer_file, value, attr, why, n);
     }
@@ -423,6 +431,11 @@ int tc_config_parse_remote(const char *text, tc_remote_spec *spec, char *why, si
         if (*a)
             rc = apply_attribute(a, spec, why, whylen);
     }
+    if (rc == 0 && spec->aws_sigv4[0] && (!spec->user[0] || !spec->password[0]))
+        rc = fail(why, whylen, "%s", "aws-sigv4 signs with the access key and secret of the "
+                                     "URL: https://KEY:SECRET@host/bucket");
+    if (rc == 0 && spec->aws_sigv4[0] && spec->bearer_file[0])
+        rc = fail(why, whylen, "%s", "aws-sigv4 and bearer-token-file exclude each other");
     if (rc == 0)
         describe(spec);
     free(copy);

@@ -65,7 +65,7 @@
 #define TC_STATS_REMOTE_ROWS(X)                                                          \
     X(REMOTE_HITS, remote_hits, "remote hits", TC_S_REMOTE | TC_STATS_SHARE)             \
     X(REMOTE_MISSES, remote_misses, "remote misses", TC_S_REMOTE | TC_STATS_SHARE)       \
-    X(REMOTE_ERRORS, remote_errors, "  errors (server down, timeouts, ...)", TC_S_REMOTE) \
+    X(REMOTE_ERRORS, remote_errors, "  errors (down, timeouts, 5xx)", TC_S_REMOTE)       \
     X(REMOTE_BAD, remote_bad, "  bad records (rebuilt)", TC_S_REMOTE)                    \
     X(REMOTE_READ_BYTES, remote_read_bytes, "remote bytes read", TC_S_REMOTE | TC_STATS_BYTES) \
     X(REMOTE_READ_US, remote_read_us, "remote lookup time", TC_S_REMOTE | TC_STATS_MICROS) \

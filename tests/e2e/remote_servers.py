@@ -296,6 +296,7 @@ class FaultHTTP:
         self.mode = "pass"
         self.store = {}
         self.requests = 0
+        self.headers = []   # every request's headers, for tests of authentication
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -313,6 +314,7 @@ class FaultHTTP:
 
             def do_GET(self):
                 outer.requests += 1
+                outer.headers.append(dict(self.headers))
                 body = outer.store.get(self.path)
                 if outer.mode == "503":
                     return self._answer(503, b"busy")
@@ -330,6 +332,7 @@ class FaultHTTP:
 
             def do_PUT(self):
                 outer.requests += 1
+                outer.headers.append(dict(self.headers))
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if outer.mode == "503":
                     return self._answer(503, b"busy")

@@ -177,7 +177,10 @@ STATS_FIGURES = [
     "builds", "module_hits", "module_misses", "whole_builds", "compile_errors", "unit_hits",
     "unit_misses", "task_hits", "task_misses", "codegen_calls", "group_hits", "group_misses",
     "compiles", "records_written", "bytes_written", "bad_records", "waited", "evictions",
-    "store_errors", "stats_skipped", "driver_built", "driver_passed", "module_records", "unit_records", "task_records",
+    "store_errors", "stats_skipped", "driver_built", "driver_passed",
+    "remote_hits", "remote_misses", "remote_errors", "remote_bad", "remote_read_bytes",
+    "remote_read_us", "remote_writes", "remote_write_bytes", "remote_write_errors",
+    "module_records", "unit_records", "task_records",
     "group_records", "disk_bytes", "max_size"]
 
 
@@ -188,7 +191,8 @@ def test_stats_json_quotes_the_cache_directory(simple, tmp_path):
     build(simple, tmp_path / "o.cubin", str(cache))
     s = json.loads(tc("stats", "--cache-dir", cache, "--json").stdout)
     assert s["cache_dir"] == str(cache)
-    assert list(s) == ["cache_dir"] + STATS_FIGURES
+    assert list(s) == ["cache_dir", "remote"] + STATS_FIGURES
+    assert s["remote"] is None  # none configured
     assert s["builds"] == 1 and s["module_misses"] == 1 and s["module_records"] == 1
 
 

@@ -103,6 +103,8 @@ static void test_bad_specs_say_what_is_wrong(void)
         {"redis://cache|max-record=lots", "a size such as 64M"},
         {"http://cache|layout=flat", "subdirs or bazel"},
         {"redis://:hunter2%zz@cache", "%XX"},
+        {"https://s3.example/bucket|aws-sigv4=aws:amz:eu-west-1:s3", "access key and secret"},
+        {"https://k:s@s3.example/b|aws-sigv4=aws amz", "PROVIDER:"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(parse(bad[i].spec) == -1);
