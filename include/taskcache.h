@@ -251,9 +251,11 @@ TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
  * attributes after '|' (README.md, "A cache for a team"):
  *
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]  (rediss:// for TLS)
- *   http://HOST[:PORT][/PATH]  https://...      (WebDAV, bazel-remote)
- *   |read-only |connect-timeout=100ms |timeout=10s |flush-timeout=10s |retries=2
- *   |ttl=7d (Redis) |max-record=64M |layout=subdirs|bazel |bearer-token-file=PATH |ca=PATH
+ *   http://HOST[:PORT][/PATH]  https://...      (WebDAV, bazel-remote, S3)
+ *   attributes: read-only, connect-timeout=100ms, timeout=10s, flush-timeout=10s,
+ *   retries=2, ttl=7d (Redis), max-record=64M, layout=subdirs or layout=bazel,
+ *   bearer-token-file=PATH, aws-sigv4=aws:amz:REGION:s3, ca=PATH
+ *   e.g. "redis://cache.lan:6379|ttl=30d|read-only"
  *
  * A Redis spec may name any node of a Redis Cluster. */
 

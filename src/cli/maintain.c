@@ -13,7 +13,10 @@ const char cli_usage_stats[] =
     "usage: taskcache stats [--cache-dir DIR] [--json] [--zero]\n"
     "\n"
     "Prints the cache's counters (summed over every process that used it) and\n"
-    "what is on disk. --zero resets the counters afterwards.\n";
+    "what is on disk. --zero resets the counters afterwards. With remote storage\n"
+    "('taskcache help remote'), its lookups of records missing locally (an error\n"
+    "or a bad record counts as a miss), their time, and its uploads are shown once\n"
+    "it has been used.\n";
 
 const char cli_usage_gc[] =
     "usage: taskcache gc [--cache-dir DIR] [--max-size SIZE] [--evict-older-than AGE]\n"

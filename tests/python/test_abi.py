@@ -61,4 +61,4 @@ def test_stats_are_the_library_table(tmp_path):
         pytest.skip(f"no taskcache command beside {here}")
     out = subprocess.run([str(cli), "stats", "--json", "--cache-dir", str(tmp_path / "c")],
                          capture_output=True, text=True, check=True).stdout
-    assert list(json.loads(out)) == ["cache_dir"] + names
+    assert list(json.loads(out)) == ["cache_dir", "remote"] + names
