@@ -252,7 +252,7 @@ TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
  *
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]  (rediss:// for TLS)
  *   http://HOST[:PORT][/PATH]  https://...      (WebDAV, bazel-remote, S3)
- *   attributes: read-only, connect-timeout=100ms, timeout=10s, flush-timeout=10s,
+ *   attributes: read-only, connect-timeout=500ms, timeout=10s, flush-timeout=10s,
  *   retries=2, ttl=7d (Redis), max-record=64M, layout=subdirs or layout=bazel,
  *   bearer-token-file=PATH, aws-sigv4=aws:amz:REGION:s3, ca=PATH
  *   e.g. "redis://cache.lan:6379|ttl=30d|read-only"

@@ -23,7 +23,7 @@ const char cli_usage_remote[] =
     "  http://HOST[:PORT][/PATH], https://...\n"
     "                        a WebDAV server (nginx, Apache) or another HTTP cache\n"
     "  |read-only            look records up, never upload (developers read, CI writes)\n"
-    "  |connect-timeout=100ms  |timeout=10s  |flush-timeout=10s  (uploads at exit)\n"
+    "  |connect-timeout=500ms  |timeout=10s  |flush-timeout=10s  (uploads at exit)\n"
     "  |retries=2            attempts after the first, for transient failures\n"
     "  |ttl=7d               Redis: expiry, refreshed on every hit (default: none)\n"
     "  |max-record=64M       larger records are not uploaded (default 64M for Redis)\n"

@@ -416,9 +416,11 @@ int tc_config_parse_remote(const char *text, tc_remote_spec *spec, char *why, si
         *attrs++ = '\0';
     int rc = parse_url(copy, spec, why, whylen);
     /* defaults, chosen for a server on the local network: a connect that
-     * takes 100 ms is a server that is not there (ccache's choice too); an
-     * operation gets 10 s, room for a large record */
-    spec->connect_timeout_ms = 100;
+     * takes half a second is a server that is not there (100 ms, ccache's
+     * choice, failed connects to 127.0.0.1 among 32 builds on 2 cores: the
+     * time runs while the process waits for a core); an operation gets
+     * 10 s, room for a large record */
+    spec->connect_timeout_ms = 500;
     spec->timeout_ms = 10000;
     spec->flush_timeout_ms = 10000;
     spec->retries = 2;

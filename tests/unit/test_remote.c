@@ -44,7 +44,7 @@ static void test_specs_people_write(void)
     CHECK(spec.kind == TC_REMOTE_REDIS && !spec.tls && spec.nhosts == 1);
     CHECK_STR(spec.hosts[0].name, "cache.lan");
     CHECK(spec.hosts[0].port == 6379 && spec.db == 0);
-    CHECK(spec.connect_timeout_ms == 100 && spec.timeout_ms == 10000 && spec.retries == 2);
+    CHECK(spec.connect_timeout_ms == 500 && spec.timeout_ms == 10000 && spec.retries == 2);
     CHECK(spec.max_record == (uint64_t)64 << 20 && spec.ttl_s == 0 && !spec.read_only);
 
     CHECK(parse("rediss://:s%40cret@10.0.0.7:7000,10.0.0.8:7001/3|ttl=7d|read-only") == 0);
