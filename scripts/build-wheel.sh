@@ -14,7 +14,7 @@
 # 2. `auditwheel repair`: checks the wheel against the manylinux policies
 #    and gives it the tag of the oldest glibc it runs on (built here:
 #    manylinux_2_34; built in a manylinux container, older). It has nothing
-#    to copy in: libcrypto and libzstd are linked into the binaries, their
+#    to copy in: libcrypto, libzstd and hiredis are linked into the binaries, their
 #    symbols hidden (TASKCACHE_STATIC_DEPS; cmake/install.cmake says why).
 # The CMake build directory (build-wheel/) is kept, so a second run only
 # rebuilds what changed. Prints the wheel's path last.

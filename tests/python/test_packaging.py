@@ -105,3 +105,17 @@ def test_the_wheel_needs_nothing_but_glibc():
         needed = subprocess.run(["ldd", str(f)], capture_output=True, text=True,
                                 check=True).stdout.split("\n")
         assert [x for x in needed if x.strip() and not any(n in x for n in system)] == [], f
+
+
+@pytest.mark.skipif(not INSTALLED, reason="the wheel's remote tier")
+def test_the_wheel_has_redis_remotes_and_says_why_not_http():
+    """hiredis is linked in; an HTTP remote is refused with the reason (not
+    a connection error that would send a user looking at the server)."""
+    exe = shutil.which("taskcache", path=str(pathlib.Path(sys.executable).parent))
+    redis = subprocess.run([exe, "remote", "check", "--remote", "redis://127.0.0.1:1"],
+                           capture_output=True, text=True)
+    assert "cannot connect to 127.0.0.1:1" in redis.stdout + redis.stderr
+    http = subprocess.run([exe, "remote", "check", "--remote", "http://127.0.0.1:1/c"],
+                          capture_output=True, text=True)
+    assert http.returncode != 0
+    assert "built without HTTP remotes (the Python wheel" in http.stdout + http.stderr
