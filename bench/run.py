@@ -18,6 +18,11 @@ fresh process, wall clock via time.perf_counter, the median of --runs runs of
       edit: DIR holds the original module; the input is a copy in which one
             entry is changed; run i changes entry (i*37) mod N_entries, so
             every run is a real miss of one entry, everything else hits.
+      relink: DIR holds every unit of the original module but no module
+            record (--no-module-cache): nothing compiles, the units link.
+  ptxas   -arch=ARCH ALONE -o OUT.cubin                   (edited kernel alone)
+      ALONE is each edit's input with every other .entry removed: what
+      compiling the edited kernel costs by itself, the yardstick of an edit.
 
 Exit status: 0 all good; 1 a command failed or an output check failed;
 2 the taskcache binary was not found (the ptxas peers are still measured).
@@ -46,10 +51,24 @@ import gen_module  # noqa: E402  (bench/gen_module.py)
 
 EDIT_STRIDE = 37
 TARGETS = {  # from bench/README.md (2-core machine, 250-task module)
-    "edit": ("ptxas", 20.0),      # edit >= 20x faster than whole-module ptxas
+    "edit": ("ptxas", 30.0),      # edit >= 30x faster than whole-module ptxas
     "warm": ("ptxas", 50.0),      # warm >= 50x faster than whole-module ptxas
-    "cold": ("split0", 1.0),      # cold no slower than ptxas -split-compile=0
+    "cold": ("split0", 1 / 0.75),  # cold <= 0.75x the time of ptxas -split-compile=0
 }
+EDIT_OVER_ALONE = (1.3, 0.030)    # edit <= 1.3 x (edited kernel alone) + 30 ms
+RELINK_MAX_S = 0.030              # a relink with nothing compiled <= 30 ms
+
+
+def kernel_alone(text: str, keep: str) -> str:
+    """The module with every .entry but `keep` removed (helpers and data
+    stay: ptxas drops what the kernel does not reach)."""
+    out, pos = [], 0
+    for name, start, _, end in gen_module.entry_spans(text):
+        if name != keep:
+            out.append(text[pos:start])
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 class CommandFailed(Exception):
@@ -351,9 +370,31 @@ def bench_module(mod: dict, args, ptxas: str, taskcache: str | None, work: str) 
             log(f"  note: {others} unedited kernels differ from the primed build")
         rm_rf(variants[i]["path"])
 
+    # the yardstick of an edit: ptxas on the edited kernel alone (written
+    # before the edit series, which removes the edited inputs)
+    alone = []
+    for info in variants:
+        with open(info["path"]) as f:
+            p = info["path"][:-4] + "-alone.ptx"
+            with open(p, "w") as g:
+                g.write(kernel_alone(f.read(), info["entry"]))
+        alone.append(p)
+    out_a = os.path.join(out_dir, "alone.cubin")
     t = timed_series("taskcache edit", lambda i: tc_cmd(variants[i]["path"], out_t, cache),
                      edit_prep, edit_after)
     res["scenarios"]["edit"] = {"times": t}
+    if not args.no_peers:
+        t = timed_series("ptxas alone", lambda i: [ptxas, f"-arch={args.arch}", alone[i], "-o", out_a],
+                         after=lambda i: check_ptxas_out(1, out_a))
+        res["scenarios"]["alone"] = {"times": t}
+    for p in alone:
+        rm_rf(p)
+
+    # relink: every unit cached, no module record
+    t = timed_series("taskcache relink",
+                     lambda i: tc_cmd(src, out_t, cache) + ["--no-module-cache"],
+                     warm_prep, warm_after)
+    res["scenarios"]["relink"] = {"times": t}
     rm_rf(cache)
     return res
 
@@ -429,6 +470,18 @@ def print_table(res: dict, args, taskcache: str | None) -> list[str]:
         log("   edit runs changed entries: "
             + ", ".join(f"#{e['entry_index']}" for e in res["edits"])
             + f"  (run i edits entry (i*{EDIT_STRIDE}) mod {len(mod['entries'])})")
+    alone, edit, relink = st.get("alone"), st.get("edit"), st.get("relink")
+    if relink and relink["median"] is not None:
+        log(f"   relink (every unit cached, no module record): {fmt_cell(relink)}")
+        verdicts.append(f"   target relink: <= {RELINK_MAX_S * 1000:g} ms: "
+                        f"{fmt_s(relink['median'])}  "
+                        f"{'MET' if relink['median'] <= RELINK_MAX_S else 'NOT MET'}")
+    if alone and edit and alone["median"] is not None and edit["median"] is not None:
+        limit = EDIT_OVER_ALONE[0] * alone["median"] + EDIT_OVER_ALONE[1]
+        log(f"   ptxas on the edited kernel alone: {fmt_cell(alone)}")
+        verdicts.append(f"   target edit: <= {EDIT_OVER_ALONE[0]:g} x kernel alone + "
+                        f"{EDIT_OVER_ALONE[1] * 1000:g} ms = {fmt_s(limit)}: {fmt_s(edit['median'])}  "
+                        f"{'MET' if edit['median'] <= limit else 'NOT MET'}")
     if verdicts:
         note = "" if (mod["label"] == "generated" and len(mod["entries"]) == 250) else \
             " (targets are defined for the 250-task generated module)"
