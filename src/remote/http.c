@@ -157,7 +157,14 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, s->timeout_ms);
+    /* A stall (under 1 KiB/s for `timeout`) ends a transfer; its length
+     * does not: a large record on a slow link gets time in proportion (a
+     * second per 256 KiB on top), so that one big module does not take the
+     * remote down for the rest of the process */
+    uint64_t size = len ? len : max;
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_ms + (size >> 18) * 1000));
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((s->timeout_ms + 999) / 1000));
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);

@@ -44,6 +44,8 @@ typedef struct redis {
     unsigned char slot_node[TC_CLUSTER_SLOTS];  /* index into nodes + 1; 0 unknown */
     int seed;                   /* the spec host in use (the first that answers) */
     int no_getex;               /* a server before 6.2: GET, then EXPIRE */
+    int no_refresh;             /* read-only, or a user the server lets read only
+                                   (GETEX and EXPIRE are writes): plain GET */
     unsigned connects;          /* connections made: tells a fresh one from a reused one */
 #ifdef TC_HAVE_HIREDIS_SSL
     redisSSLContext *ssl;
@@ -289,7 +291,8 @@ static tc_remote_outcome redis_get(tc_transport *t, const char *name, uint64_t m
     char key[512], ttl[24];
     make_key(name, key, sizeof key);
     snprintf(ttl, sizeof ttl, "%lld", x->spec->ttl_s);
-    int getex = x->spec->ttl_s > 0 && !x->no_getex;
+    int refresh = x->spec->ttl_s > 0 && !x->spec->read_only && !x->no_refresh;
+    int getex = refresh && !x->no_getex;
     const char *argv[] = {getex ? "GETEX" : "GET", key, "EX", ttl};
     size_t lens[] = {strlen(argv[0]), strlen(key), 2, strlen(ttl)};
     redisReply *r;
@@ -299,6 +302,11 @@ static tc_remote_outcome redis_get(tc_transport *t, const char *name, uint64_t m
     if (getex && r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown command")) {
         freeReplyObject(r);
         x->no_getex = 1; /* Redis before 6.2 */
+        return redis_get(t, name, max, out, why, n);
+    }
+    if (getex && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOPERM", 6)) {
+        freeReplyObject(r);
+        x->no_refresh = 1; /* an ACL that allows reading only: records still come back */
         return redis_get(t, name, max, out, why, n);
     }
     if (r->type == REDIS_REPLY_NIL) {
@@ -320,7 +328,7 @@ static tc_remote_outcome redis_get(tc_transport *t, const char *name, uint64_t m
         snprintf(why, n, "%s", "out of memory");
         return TC_REMOTE_FAILED;
     }
-    if (x->spec->ttl_s > 0 && x->no_getex) {
+    if (refresh && x->no_getex) {
         const char *eargv[] = {"EXPIRE", key, ttl};
         size_t elens[] = {6, strlen(key), strlen(ttl)};
         char ewhy[64];

@@ -52,6 +52,7 @@ struct tc_remote {
     int writer_started, writer_running, writer_busy, closing, orphaned;
     pthread_t writer;
     tc_remote_writes counts;    /* since the last tc_remote_take_writes */
+    double unfinished_flush;    /* when a flush that timed out began; 0 after a new put */
     uint64_t unflushed_failures;  /* since the last tc_remote_flush */
     int unflushed_news;         /* some of them for a reason the warning does not give */
     char first_failure[300];
@@ -174,7 +175,20 @@ static void flush_at_exit(void)
     pthread_mutex_unlock(&live_lock);
 }
 
-static void register_at_exit(void) { atexit(flush_at_exit); }
+/* A forked child uses none of its parent's remotes (each call checks the
+ * pid first), and must not wait for live_lock, which a thread it lacks
+ * may have held at the fork: it starts with an empty list. */
+static void forget_live_in_child(void)
+{
+    pthread_mutex_init(&live_lock, NULL);
+    live = NULL;
+}
+
+static void register_at_exit(void)
+{
+    atexit(flush_at_exit);
+    pthread_atfork(NULL, NULL, forget_live_in_child);
+}
 
 static void add_live(tc_remote *r)
 {
@@ -264,6 +278,8 @@ static int usable(tc_remote *r, int writing)
 
 int tc_remote_take_warning(tc_remote *r, char *buf, size_t n)
 {
+    if (r->pid != getpid()) /* before any lock: see tc_remote_get */
+        return 0;
     pthread_mutex_lock(&r->lock);
     int give = r->warning[0] && !r->warning_taken;
     if (give) {
@@ -320,6 +336,13 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
     char why[400] = "";
     tc_remote_outcome o = TC_REMOTE_OFF;
     tc_sb_reset(out);
+    if (seconds)
+        *seconds = 0;
+    /* A forked child checks before taking any lock: a thread of the parent
+     * may have held read_lock (for a whole lookup) or lock at the fork, and
+     * the child has no such thread to release them. pid never changes. */
+    if (r->pid != getpid())
+        return TC_REMOTE_OFF;
     pthread_mutex_lock(&r->read_lock);
     pthread_mutex_lock(&r->lock);
     int go = usable(r, 0); /* checked once the turn is ours: the thread before may have
@@ -486,8 +509,13 @@ int tc_remote_put(tc_remote *r, const char *name, char *data, size_t len)
 {
     upload *u = NULL;
     const char *refused = NULL;
+    if (r->pid != getpid()) { /* before any lock: see tc_remote_get */
+        free(data);
+        return -1;
+    }
     pthread_mutex_lock(&r->lock);
-    if (r->spec.read_only || r->closing || r->pid != getpid()) {
+    r->unfinished_flush = 0; /* a new record: a flush that gave up before did not wait for it */
+    if (r->spec.read_only || r->closing) {
         free(data);
         pthread_mutex_unlock(&r->lock);
         return -1;
@@ -529,6 +557,10 @@ int tc_remote_put(tc_remote *r, const char *name, char *data, size_t len)
 
 void tc_remote_take_writes(tc_remote *r, tc_remote_writes *w)
 {
+    if (r->pid != getpid()) { /* before any lock: see tc_remote_get */
+        memset(w, 0, sizeof *w);
+        return;
+    }
     pthread_mutex_lock(&r->lock);
     *w = r->counts;
     memset(&r->counts, 0, sizeof r->counts);
@@ -548,7 +580,8 @@ int tc_remote_flush(tc_remote *r, double timeout_s, char *why, size_t whylen)
 {
     if (r->pid != getpid())
         return 0; /* a forked child has no writer; its parent flushes */
-    double until = now_s() + (timeout_s < 0 ? (double)r->spec.flush_timeout_ms / 1000 : timeout_s);
+    double began = now_s();
+    double until = began + (timeout_s < 0 ? (double)r->spec.flush_timeout_ms / 1000 : timeout_s);
     pthread_mutex_lock(&r->lock);
     int done = wait_for_queue(r, until);
     int rc = 0;
@@ -565,6 +598,8 @@ int tc_remote_flush(tc_remote *r, double timeout_s, char *why, size_t whylen)
                  r->queued + (size_t)r->writer_busy, r->spec.description);
         rc = -1;
     }
+    if (!done && !r->unfinished_flush)
+        r->unfinished_flush = began;
     r->unflushed_failures = 0;
     r->unflushed_news = 0;
     pthread_mutex_unlock(&r->lock);
@@ -590,6 +625,11 @@ void tc_remote_close(tc_remote *r, tc_remote_writes *final)
     }
     double until = now_s() + (double)r->spec.flush_timeout_ms / 1000;
     pthread_mutex_lock(&r->lock);
+    /* a flush that already waited for these records (the CLI flushes, then
+     * closes) counts: from its start, the wait is flush-timeout in all */
+    double since_flush = r->unfinished_flush + (double)r->spec.flush_timeout_ms / 1000;
+    if (r->unfinished_flush > 0 && since_flush < until)
+        until = since_flush;
     r->closing = 1;
     pthread_cond_broadcast(&r->changed);
     (void)wait_for_queue(r, until);

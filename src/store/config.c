@@ -234,6 +234,10 @@ static int copy_value(char *out, size_t cap, const char *v, const char *what, ch
     return 0;
 }
 
+#define CUT_CREDENTIALS                                                                    \
+    "an '@' after the host: write '/', '|' and '@' in a user name or password as %2F, %7C " \
+    "and %40"
+
 /* Applies one attribute ("name" or "name=value") to spec. */
 static int apply_attribute(char *attr, tc_remote_spec *spec, char *why, size_t n)
 {
@@ -330,6 +334,8 @@ static int parse_url(char *url, tc_remote_spec *spec, char *why, size_t n)
         return fail(why, n, "unknown scheme '%s' (http, https, redis, rediss)", scheme);
     spec->tls = !strcmp(scheme, "https") || !strcmp(scheme, "rediss");
     char *auth = sep + 3, *path = auth + strcspn(auth, "/");
+    if (strchr(path, '@'))
+        return fail(why, n, "%s", CUT_CREDENTIALS);
     if (strpbrk(auth, "?#"))
         return fail(why, n, "%s", "a remote URL has no query or fragment ('?', '#'); write "
                                   "them as %XX in a password");
@@ -414,7 +420,12 @@ int tc_config_parse_remote(const char *text, tc_remote_spec *spec, char *why, si
     char *attrs = strchr(copy, '|');
     if (attrs)
         *attrs++ = '\0';
-    int rc = parse_url(copy, spec, why, whylen);
+    /* An '@' past the host means a user name or password held a '/' or a
+     * '|' and was cut there: refused without repeating any of it (the
+     * pieces would otherwise be echoed as a path or an attribute, or
+     * taken for the host) */
+    int rc = attrs && strchr(attrs, '@') ? fail(why, whylen, "%s", CUT_CREDENTIALS)
+                                         : parse_url(copy, spec, why, whylen);
     /* defaults, chosen for a server on the local network: a connect that
      * takes half a second is a server that is not there (100 ms, ccache's
      * choice, failed connects to 127.0.0.1 among 32 builds on 2 cores: the

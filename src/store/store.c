@@ -620,6 +620,11 @@ long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc
         remote_name(target, kind, key, name, sizeof name);
         size_t n;
         char *bytes = tc_sb_take(&rec, &n);
+        /* the buffer was reserved for the worst compression; the queue's
+         * limit counts n, so it holds no more than n */
+        char *fit = bytes && n ? realloc(bytes, n) : NULL;
+        if (fit)
+            bytes = fit;
         if (bytes)
             (void)tc_remote_put(st->remote, name, bytes, n); /* counted by the remote */
     }

@@ -479,6 +479,25 @@ def test_a_hit_refreshes_the_ttl(tmp_path, modules, redis, redis_db):
     assert ttls[-1] > 3500 and ttls[0] <= 60  # the module record was read; the units were not
 
 
+def test_a_user_allowed_only_to_read_gets_hits_with_a_ttl(tmp_path, modules, redis, redis_db):
+    """GETEX refreshes the expiry and is a write to Redis's ACLs: a reader
+    (developers read, CI writes) looks records up with GET instead, with
+    |read-only and without."""
+    remote, db = redis_db
+    ptx, ref = modules[1]
+    build(ptx, tmp_path / "a.cubin", tmp_path / "a", remote + "|ttl=1h")
+    redis.cli("ACL", "SETUSER", "reader", "on", ">rpw", "~*", "-@all", "+@read", "+select",
+              "+auth", "+ping", "+hello")
+    reader = remote.replace("redis://", "redis://reader:rpw@")
+    for i, attrs in enumerate(("|ttl=1h|read-only", "|ttl=1h")):
+        cache = tmp_path / f"r{i}"
+        stderr = build(ptx, tmp_path / f"r{i}.cubin", cache, reader + attrs)
+        assert (tmp_path / f"r{i}.cubin").read_bytes() == ref
+        s = stats(cache)
+        assert s["remote_hits"] == 1 and s["remote_errors"] == 0, stderr
+        assert "NOPERM" not in stderr
+
+
 def test_ask_and_moved_during_a_resharding(tmp_path, modules, cluster):
     """A slot migrating between masters answers ASK for keys already moved;
     after the move, MOVED: both followed, both hits."""

@@ -105,6 +105,8 @@ static void test_bad_specs_say_what_is_wrong(void)
         {"redis://:hunter2%zz@cache", "%XX"},
         {"https://s3.example/bucket|aws-sigv4=aws:amz:eu-west-1:s3", "access key and secret"},
         {"https://k:s@s3.example/b|aws-sigv4=aws amz", "PROVIDER:"},
+        {"redis://default:hunter2|x@cache.lan", "as %2F, %7C and %40"},
+        {"https://ci:2024/hunter2@cache.lan/tc", "as %2F, %7C and %40"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(parse(bad[i].spec) == -1);
@@ -172,7 +174,7 @@ static struct fake_server {
     int gets, puts;
     tc_remote_outcome fail_get, fail_put; /* forced outcome, TC_REMOTE_OK for none */
     int fail_times;                       /* of the forced outcome; -1 every time */
-    int put_delay_ms;
+    int put_delay_ms, get_delay_ms;
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void fake_reset(void)
@@ -183,7 +185,7 @@ static void fake_reset(void)
     fake.n = fake.gets = fake.puts = 0;
     fake.fail_get = fake.fail_put = TC_REMOTE_OK;
     fake.fail_times = 0;
-    fake.put_delay_ms = 0;
+    fake.put_delay_ms = fake.get_delay_ms = 0;
     pthread_mutex_unlock(&fake.lock);
 }
 
@@ -210,6 +212,13 @@ static tc_remote_outcome fake_get(tc_transport *t, const char *name, uint64_t ma
 {
     (void)t;
     (void)max;
+    pthread_mutex_lock(&fake.lock);
+    int delay = fake.get_delay_ms;
+    pthread_mutex_unlock(&fake.lock);
+    if (delay) {
+        struct timespec ts = {delay / 1000, (delay % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&fake.lock);
     fake.gets++;
     tc_remote_outcome o = forced(fake.fail_get);
@@ -403,7 +412,7 @@ static void test_flush_deadline_and_a_stuck_upload(void)
     tc_remote_writes c;
     tc_remote_close(r, &c); /* the writer is inside its first upload: left to finish alone */
     double took = now() - t0;
-    CHECK(took >= 0.15 && took < 0.8);
+    CHECK(took >= 0.1 && took < 0.8); /* 200 ms from the flush's start */
     CHECK(c.written == 0 && c.failed == 20);
     /* the orphaned writer frees what it holds once its upload returns (ASan
      * would report it otherwise) */
@@ -448,6 +457,64 @@ static void test_a_forked_child_does_not_use_it(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     tc_remote_close(r, NULL);
     CHECK(fake.puts == 1);
+}
+
+static void *slow_lookup(void *arg)
+{
+    tc_sb got = TC_SB_INIT;
+    (void)tc_remote_get(arg, "sm_90/u/aa", 100, &got, NULL);
+    tc_sb_free(&got);
+    return NULL;
+}
+
+/* A child forked while a thread of its parent is inside a lookup (holding
+ * the remote's locks, which no thread of the child will release) answers
+ * at once, and exits (flushing at exit) without waiting for them. */
+static void test_a_child_forked_during_a_lookup(void)
+{
+    tc_remote *r = fake_remote("");
+    fake.get_delay_ms = 800;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, slow_lookup, r) == 0);
+    struct timespec ts = {0, 150000000L};
+    nanosleep(&ts, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5); /* a hang ends the child by SIGALRM, which the parent sees */
+        double t0 = now();
+        tc_sb got = TC_SB_INIT;
+        char w[100];
+        tc_remote_writes c;
+        int ok = tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_OFF &&
+                 tc_remote_put(r, "sm_90/u/bb", dup_bytes("y"), 1) == -1 &&
+                 tc_remote_take_warning(r, w, sizeof w) == 0;
+        tc_remote_take_writes(r, &c);
+        ok = ok && c.written == 0 && now() - t0 < 0.5;
+        exit(ok ? 0 : 1); /* exit, not _exit: the exit flush runs */
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pthread_join(th, NULL);
+    CHECK(fake.gets == 1);
+    tc_remote_close(r, NULL);
+}
+
+/* A flush that timed out, then a close (what taskcache build does at
+ * exit): flush-timeout in all, not twice. */
+static void test_flush_then_close_waits_once(void)
+{
+    tc_remote *r = fake_remote("|flush-timeout=300ms");
+    fake.put_delay_ms = 1500;
+    CHECK(tc_remote_put(r, "sm_90/u/aa", dup_bytes("x"), 1) == 0);
+    double t0 = now();
+    char w[700];
+    CHECK(tc_remote_flush(r, -1, w, sizeof w) == -1);
+    tc_remote_close(r, NULL);
+    double took = now() - t0;
+    CHECK(took >= 0.25 && took < 0.5);
+    struct timespec ts = {1, 600000000L}; /* the orphaned writer finishes and frees */
+    nanosleep(&ts, NULL);
 }
 
 /* ---- the store with a remote ------------------------------------------------------------ */
@@ -584,6 +651,8 @@ int main(void)
     test_flush_deadline_and_a_stuck_upload();
     test_read_only_and_too_large();
     test_a_forked_child_does_not_use_it();
+    test_a_child_forked_during_a_lookup();
+    test_flush_then_close_waits_once();
     test_the_store_verifies_and_keeps_remote_records();
     test_a_bad_remote_in_the_config_file();
     tc_remote_set_transport_factory(NULL, NULL);
