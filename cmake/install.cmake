@@ -63,8 +63,7 @@ endif()
 set(TC_STATIC_DEPS OpenSSL::Crypto "${TC_ZSTD_FILE}" ${TC_REMOTE_FILES} Threads::Threads
     ${CMAKE_DL_LIBS})
 # the remote tier's libraries by name (Libs.private, not Requires.private:
-# `pkg-config --static` would then ask for static copies of everything
-# libcurl can use, while the archive needs only the shared libcurl)
+# the archive needs only the shared hiredis; libcurl is opened at run time)
 foreach(mod ${TC_REMOTE_PC})
   string(REGEX REPLACE "^lib" "" mod "${mod}")
   string(APPEND TC_PC_REMOTE_LIBS " -l${mod}")

@@ -5,8 +5,10 @@
  * connection alive between records. */
 #define _GNU_SOURCE
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +30,68 @@ typedef struct http {
     char server[128];           /* the last Server: header seen */
 } http;
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_ready = CURLE_FAILED_INIT;
+/* libcurl is opened when the first HTTP remote is, not linked: linked, it
+ * and the two dozen libraries it needs load into every process that loads
+ * taskcache (the driver interceptor joins every program `taskcache run`
+ * starts), 4 ms of each start, with a remote or without. Only the calls
+ * below are used; the soname has been libcurl.so.4 since 2006. */
+#define LIBCURL "libcurl.so.4"
 
-static void init_curl(void) { curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT); }
+typedef struct curl_api {
+    CURLcode (*global_init)(long flags);
+    CURL *(*init)(void);
+    void (*cleanup)(CURL *c);
+    void (*reset)(CURL *c);
+    CURLcode (*setopt)(CURL *c, CURLoption option, ...);
+    CURLcode (*perform)(CURL *c);
+    CURLcode (*getinfo)(CURL *c, CURLINFO info, ...);
+    const char *(*strerror)(CURLcode rc);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+    void (*slist_free_all)(struct curl_slist *list);
+} curl_api;
+static curl_api cu;
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static char curl_problem[300] = "libcurl was not opened"; /* "" once it is ready */
+
+static void init_curl(void)
+{
+    void *lib = dlopen(LIBCURL, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(curl_problem, sizeof curl_problem,
+                 "HTTP remotes need libcurl on this machine (%s; Debian: libcurl4): %s", LIBCURL,
+                 dlerror());
+        return;
+    }
+    static const struct {
+        const char *name;
+        size_t offset;
+    } calls[] = {
+        {"curl_global_init", offsetof(curl_api, global_init)},
+        {"curl_easy_init", offsetof(curl_api, init)},
+        {"curl_easy_cleanup", offsetof(curl_api, cleanup)},
+        {"curl_easy_reset", offsetof(curl_api, reset)},
+        {"curl_easy_setopt", offsetof(curl_api, setopt)},
+        {"curl_easy_perform", offsetof(curl_api, perform)},
+        {"curl_easy_getinfo", offsetof(curl_api, getinfo)},
+        {"curl_easy_strerror", offsetof(curl_api, strerror)},
+        {"curl_slist_append", offsetof(curl_api, slist_append)},
+        {"curl_slist_free_all", offsetof(curl_api, slist_free_all)},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        void *f = dlsym(lib, calls[i].name);
+        if (!f) {
+            snprintf(curl_problem, sizeof curl_problem, "%s lacks %s", LIBCURL, calls[i].name);
+            return; /* the library stays open: its calls may be half taken */
+        }
+        memcpy((char *)&cu + calls[i].offset, &f, sizeof f);
+    }
+    CURLcode rc = cu.global_init(CURL_GLOBAL_DEFAULT);
+    if (rc != CURLE_OK)
+        snprintf(curl_problem, sizeof curl_problem, "libcurl cannot start: %s", cu.strerror(rc));
+    else
+        curl_problem[0] = '\0';
+}
 
 /* The URL of a record: base/v1/<target>/<kind>/<2 hex>/<62 hex> (subdirs:
  * the local layout, no directory holding more than 256 shards), or
@@ -150,68 +210,68 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     const tc_remote_spec *s = h->spec;
     *status = 0;
     /* a reset keeps the handle's live connection: records reuse it */
-    curl_easy_reset(c);
+    cu.reset(c);
     sink snk = {out, max, 0};
     source src = {body, len};
     char err[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
+    cu.setopt(c, CURLOPT_URL, url);
+    cu.setopt(c, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for timeouts */
+    cu.setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
     /* A stall (under 1 KiB/s for `timeout`) ends a transfer; its length
      * does not: a large record on a slow link gets time in proportion (a
      * second per 256 KiB on top), so that one big module does not take the
      * remote down for the rest of the process */
     uint64_t size = len ? len : max;
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_ms + (size >> 18) * 1000));
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((s->timeout_ms + 999) / 1000));
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, err);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &snk);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "taskcache");
+    cu.setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_ms + (size >> 18) * 1000));
+    cu.setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    cu.setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((s->timeout_ms + 999) / 1000));
+    cu.setopt(c, CURLOPT_ERRORBUFFER, err);
+    cu.setopt(c, CURLOPT_HTTPHEADER, h->headers);
+    cu.setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    cu.setopt(c, CURLOPT_WRITEDATA, &snk);
+    cu.setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    cu.setopt(c, CURLOPT_HEADERDATA, h);
+    cu.setopt(c, CURLOPT_USERAGENT, "taskcache");
     if (max)
-        curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+        cu.setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
     if (h->bearer) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, h->bearer);
+        cu.setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        cu.setopt(c, CURLOPT_XOAUTH2_BEARER, h->bearer);
     } else if (s->aws_sigv4[0]) {
         /* S3 and compatible stores: libcurl signs each request (7.75+) */
-        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->aws_sigv4);
-        curl_easy_setopt(c, CURLOPT_USERNAME, s->user);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, s->password);
+        cu.setopt(c, CURLOPT_AWS_SIGV4, s->aws_sigv4);
+        cu.setopt(c, CURLOPT_USERNAME, s->user);
+        cu.setopt(c, CURLOPT_PASSWORD, s->password);
     } else if (s->user[0] || s->password[0]) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, s->user);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, s->password);
+        cu.setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+        cu.setopt(c, CURLOPT_USERNAME, s->user);
+        cu.setopt(c, CURLOPT_PASSWORD, s->password);
     }
     if (s->ca[0]) {
         struct stat st;
         int dir = stat(s->ca, &st) == 0 && S_ISDIR(st.st_mode);
-        curl_easy_setopt(c, dir ? CURLOPT_CAPATH : CURLOPT_CAINFO, s->ca);
+        cu.setopt(c, dir ? CURLOPT_CAPATH : CURLOPT_CAINFO, s->ca);
     }
     if (!strcmp(method, "PUT")) {
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_upload);
-        curl_easy_setopt(c, CURLOPT_READDATA, &src);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
+        cu.setopt(c, CURLOPT_UPLOAD, 1L);
+        cu.setopt(c, CURLOPT_READFUNCTION, on_upload);
+        cu.setopt(c, CURLOPT_READDATA, &src);
+        cu.setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)len);
     } else if (!strcmp(method, "HEAD")) {
-        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        cu.setopt(c, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET")) {
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        cu.setopt(c, CURLOPT_CUSTOMREQUEST, method);
     }
-    CURLcode rc = curl_easy_perform(c);
+    CURLcode rc = cu.perform(c);
     if (rc == CURLE_OK || rc == CURLE_WRITE_ERROR || rc == CURLE_FILESIZE_EXCEEDED)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        cu.getinfo(c, CURLINFO_RESPONSE_CODE, status);
     if (rc == CURLE_OK)
         return TC_REMOTE_OK;
     if (snk.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
         snprintf(why, n, "%s %s: the answer is larger than any record of its kind", method, url);
         return TC_REMOTE_FAILED;
     }
-    snprintf(why, n, "%s %s: %s", method, url, err[0] ? err : curl_easy_strerror(rc));
+    snprintf(why, n, "%s %s: %s", method, url, err[0] ? err : cu.strerror(rc));
     return judge_curl(rc);
 }
 
@@ -285,8 +345,8 @@ static tc_remote_outcome http_server_info(tc_transport *t, char *server, size_t 
 static void http_free(tc_transport *t)
 {
     http *h = (http *)t;
-    curl_easy_cleanup(h->curl);
-    curl_slist_free_all(h->headers);
+    cu.cleanup(h->curl);
+    cu.slist_free_all(h->headers);
     free(h->bearer);
     free(h);
 }
@@ -321,8 +381,8 @@ static char *read_token(const char *path, char *why, size_t n)
 tc_transport *tc_http_open(const tc_remote_spec *spec, char *why, size_t n)
 {
     pthread_once(&curl_once, init_curl);
-    if (curl_ready != CURLE_OK) {
-        snprintf(why, n, "libcurl cannot start: %s", curl_easy_strerror(curl_ready));
+    if (curl_problem[0]) {
+        snprintf(why, n, "%s", curl_problem);
         return NULL;
     }
     http *h = calloc(1, sizeof *h);
@@ -338,8 +398,8 @@ tc_transport *tc_http_open(const tc_remote_spec *spec, char *why, size_t n)
     }
     /* no "Expect: 100-continue": it costs a round trip (or a second, with
      * a server that ignores it) on every large record */
-    h->headers = curl_slist_append(NULL, "Expect:");
-    h->curl = curl_easy_init();
+    h->headers = cu.slist_append(NULL, "Expect:");
+    h->curl = cu.init();
     if (!h->curl || !h->headers) {
         snprintf(why, n, "%s", "out of memory");
         http_free(&h->base);

@@ -81,9 +81,8 @@ static tc_transport *open_transport(const tc_remote_spec *spec, char *why, size_
 #ifdef TC_HAVE_CURL
         return tc_http_open(spec, why, n);
 #else
-        snprintf(why, n, "this taskcache was built without HTTP remotes (the Python wheel "
-                         "has Redis remotes only; from source: install libcurl4-openssl-dev "
-                         "and rebuild)");
+        snprintf(why, n, "this taskcache was built without HTTP remotes (libcurl's headers "
+                         "were not found: install libcurl4-openssl-dev and rebuild)");
         return NULL;
 #endif
     }

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import time
@@ -564,3 +565,17 @@ def test_the_driver_interceptor_shares_the_remote(tmp_path, modules, redis_db):
         assert len(cubins) == 1 and cubins[0].read_bytes() == ref
     s = stats(tmp_path / "b")
     assert s["driver_built"] == 1 and s["remote_hits"] == 1 and s["compiles"] == 0
+
+
+def test_libcurl_is_opened_not_linked():
+    """Every process that loads taskcache (each program under `taskcache
+    run`, through the interceptor) would otherwise load libcurl and the two
+    dozen libraries it needs; the HTTP tests above show it is found when an
+    HTTP remote is used."""
+    exe = pathlib.Path(TASKCACHE).resolve()
+    libs = [exe] + [p for p in (exe.parent / "libtaskcache_intercept.so",
+                                exe.parent / "libtaskcache.so") if p.exists()]
+    for f in libs:
+        needed = subprocess.run(["readelf", "-d", str(f)], capture_output=True, text=True,
+                                check=True).stdout
+        assert "NEEDED" in needed and "libcurl" not in needed, f

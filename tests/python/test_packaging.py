@@ -108,9 +108,9 @@ def test_the_wheel_needs_nothing_but_glibc():
 
 
 @pytest.mark.skipif(not INSTALLED, reason="the wheel's remote tier")
-def test_the_wheel_has_redis_remotes_and_says_why_not_http():
-    """hiredis is linked in; an HTTP remote is refused with the reason (not
-    a connection error that would send a user looking at the server)."""
+def test_the_wheel_has_both_kinds_of_remote():
+    """hiredis is linked in; libcurl is the machine's, opened when an HTTP
+    remote is first used: both get as far as the (closed) port."""
     exe = shutil.which("taskcache", path=str(pathlib.Path(sys.executable).parent))
     redis = subprocess.run([exe, "remote", "check", "--remote", "redis://127.0.0.1:1"],
                            capture_output=True, text=True)
@@ -118,4 +118,7 @@ def test_the_wheel_has_redis_remotes_and_says_why_not_http():
     http = subprocess.run([exe, "remote", "check", "--remote", "http://127.0.0.1:1/c"],
                           capture_output=True, text=True)
     assert http.returncode != 0
-    assert "built without HTTP remotes (the Python wheel" in http.stdout + http.stderr
+    out = http.stdout + http.stderr
+    if "HTTP remotes need libcurl on this machine" in out:
+        pytest.skip("no libcurl.so.4 here")
+    assert "127.0.0.1" in out and "reachable      no" in out, out
