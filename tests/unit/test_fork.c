@@ -155,8 +155,24 @@ static void test_fork_while_a_serialized_host_runs(void)
     free(dir);
 }
 
+/* AddressSanitizer before LLVM 18 does not hold its allocator's locks
+ * across fork(): a child forked while another thread is inside malloc can
+ * wait forever in its own first malloc (seen here, clang 14: every thread
+ * of the child in SizeClassAllocator64::GetFromAllocator). That is the
+ * sanitizer's, not taskcache's; the release build runs these tests. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && defined(__clang_major__) && __clang_major__ < 18
+#define FORK_UNSAFE_SANITIZER 1
+#endif
+#endif
+
 int main(void)
 {
+#ifdef FORK_UNSAFE_SANITIZER
+    puts("test_fork: skipped: AddressSanitizer before LLVM 18 can hang a forked child in "
+         "malloc (the release build runs this test)");
+    return 77; /* ctest: SKIP_RETURN_CODE */
+#endif
     test_fork_during_prewarm();
     test_fork_while_a_serialized_host_runs();
     return check_report("test_fork");
