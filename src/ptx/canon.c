@@ -137,6 +137,15 @@ static const char *module_name(const writer *w, const tc_tok *t)
     return v && w->names[*v][0] ? w->names[*v] : NULL;
 }
 
+/* The name a .debug_str label is written under, or NULL for another name. */
+static const char *info_name(const tc_ptx_module *m, const tc_tok *t)
+{
+    if (!m->ninfos || t->kind != TK_IDENT)
+        return NULL;
+    uint32_t *v = tc_map_get(&m->infomap, t->p, t->len);
+    return v ? m->infos[*v].canon : NULL;
+}
+
 /* Tokens of st in [st->start, cut), one line. */
 static void put_tokens(writer *w, size_t cut, const tc_ptx_sym *blank)
 {
@@ -245,6 +254,8 @@ static void put_function(writer *w, size_t cut)
                    (v = tc_map_get(&l.map, t->p, t->len)) != NULL) {
             len = (size_t)snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);
             text = name;
+        } else if (!k.local && k.role == TC_BODY_NAME && (text = info_name(w->m, t)) != NULL) {
+            len = strlen(text); /* an inlined function's name in a .loc directive */
         } else if (!k.local && (k.role == TC_BODY_NAME || k.role == TC_BODY_CALLEE) &&
                    (text = module_name(w, t)) != NULL) {
             len = strlen(text);
@@ -297,6 +308,46 @@ int tc_canon_decl(const tc_ptx_module *m, const tc_canon_name *names, const tc_p
     else
         put_tokens(&w, cut, NULL);
     tc_sb_puts(&out->text, ";\n");
+    return out->text.oom ? -1 : 0;
+}
+
+/* ---- .debug_str entries ------------------------------------------------------- */
+
+int tc_canon_infos(const tc_ptx_module *m, const uint32_t *idx, size_t n, tc_piece *out)
+{
+    uint32_t line = m->section_stmt >= 0 ? m->stmts[m->section_stmt].line : 1;
+    piece_line(out, line);
+    tc_sb_puts(&out->text, ".section .debug_str\n");
+    piece_line(out, line);
+    tc_sb_puts(&out->text, "{\n");
+    for (size_t i = 0; i < n; i++) {
+        const tc_ptx_info *in = &m->infos[idx[i]];
+        piece_line(out, in->line);
+        tc_sb_printf(&out->text, "%s:\n", in->canon);
+        tc_lexer lx;
+        tc_lex_init(&lx, m->src + in->data, in->data_end - in->data, in->line);
+        size_t on_line = 0;
+        for (tc_tok t = tc_lex_next(&lx); t.kind != TK_EOF && t.kind != TK_ERROR;
+             t = tc_lex_next(&lx)) {
+            if (t.kind != TK_NUM)
+                continue;
+            if (on_line == 40) { /* nvcc's lines: 40 bytes */
+                tc_sb_putc(&out->text, '\n');
+                on_line = 0;
+            }
+            if (!on_line) {
+                piece_line(out, t.line);
+                tc_sb_puts(&out->text, ".b8 ");
+            } else {
+                tc_sb_putc(&out->text, ',');
+            }
+            tc_sb_append(&out->text, t.p, t.len);
+            on_line++;
+        }
+        tc_sb_putc(&out->text, '\n');
+    }
+    piece_line(out, line);
+    tc_sb_puts(&out->text, "}\n");
     return out->text.oom ? -1 : 0;
 }
 

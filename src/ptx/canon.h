@@ -14,7 +14,8 @@
  *   something else with the reserved prefix, which could then collide;
  * - internal compiler-named constants ($str, $str$1, __unnamed_1: numbered
  *   by position in the module) get names derived from their content
- *   (tc_canon_name_constants).
+ *   (tc_canon_name_constants), and so do the .debug_str entries that .loc
+ *   directives name as inlined functions ($L__info_string3).
  *
  * Each piece keeps the input line of every output line, so that ptxas's
  * messages about a unit lead back to the input. */
@@ -60,6 +61,10 @@ int tc_canon_stmt(const tc_ptx_module *m, const tc_canon_name *names, const tc_p
  * initializer), then ";". 0, or -1 out of memory. */
 int tc_canon_decl(const tc_ptx_module *m, const tc_canon_name *names, const tc_ptx_stmt *st,
                   size_t cut, int link, tc_piece *out);
+
+/* Appends a .debug_str section holding entries idx[0..n) of the module's
+ * (in that order), each under its canonical name. 0, or -1 out of memory. */
+int tc_canon_infos(const tc_ptx_module *m, const uint32_t *idx, size_t n, tc_piece *out);
 
 /* Names the module's internal compiler-named constants by content (see
  * above). rank[sym] orders symbols by name. *out is NULL when the module

@@ -12,6 +12,8 @@
 
 #include "ptx/body.h"
 #include "ptx/lex.h"
+#include "util/hash.h"
+#include "util/strbuf.h"
 
 typedef struct parser {
     tc_lexer lx;
@@ -26,6 +28,13 @@ typedef struct parser {
     tc_tok *params_seen; /* parameter names of functions with a body */
     size_t nparams_seen, cap_params_seen;
     int seen_function;
+    /* labels the .loc directives of function bodies name ("function_name
+     * L"), resolved once the .debug_str section (at the end) is parsed */
+    struct info_use {
+        uint32_t stmt;
+        tc_tok label;
+    } *info_uses;
+    size_t ninfo_uses, cap_info_uses;
 } parser;
 
 #define GROW(arr, n, cap)                                                       \
@@ -311,26 +320,110 @@ static tc_tok skip_braces(parser *p)
     }
 }
 
+/* The entries of a .debug_str section, the current token its '{': each a
+ * label followed by ".b8" lists of byte values. 0, or 1 when the section
+ * has another shape (the caller then skips it and compiles whole). */
+static int parse_debug_str(parser *p, uint32_t section_line)
+{
+    tc_ptx_module *m = p->m;
+    advance(p);
+    while (!p->failed && !tc_tok_punct(&p->tok, '}')) {
+        tc_tok label = p->tok;
+        if (label.kind != TK_IDENT || label.p[0] == '.')
+            return 1;
+        advance(p);
+        if (!tc_tok_punct(&p->tok, ':'))
+            return 1;
+        advance(p);
+        size_t data = off(p, &p->tok), data_end = data;
+        while (!p->failed && tc_tok_is(&p->tok, ".b8")) {
+            advance(p);
+            for (;;) {
+                if (p->tok.kind != TK_NUM)
+                    return 1;
+                data_end = off(p, &p->tok) + p->tok.len;
+                advance(p);
+                if (!tc_tok_punct(&p->tok, ','))
+                    break;
+                advance(p);
+            }
+        }
+        if (data_end == data)
+            return 1; /* a label without bytes, or bytes of another width */
+        if (GROW(m->infos, m->ninfos, m->cap_infos) != 0) {
+            oom(p);
+            return 0;
+        }
+        tc_ptx_info *in = &m->infos[m->ninfos];
+        memset(in, 0, sizeof *in);
+        in->label = label.p;
+        in->len = (uint32_t)label.len;
+        in->line = label.line;
+        in->data = data;
+        in->data_end = data_end;
+        int put = tc_map_put(&m->infomap, label.p, label.len, (uint32_t)m->ninfos);
+        if (put < 0) {
+            oom(p);
+            return 0;
+        }
+        if (put == 0) {
+            fail(p, label.line, "label '%.*s' is defined twice in the .debug_str section "
+                                "of line %u", (int)label.len, label.p, section_line);
+            return 0;
+        }
+        m->ninfos++;
+    }
+    return 0;
+}
+
 static void parse_section(parser *p, tc_tok first)
 {
     tc_ptx_stmt *st = new_stmt(p, TC_STMT_SECTION, &first);
     if (!st)
         return;
+    size_t si = p->m->nstmts - 1;
     advance(p);
     if (expect_kind(p, TK_IDENT, "a section name after .section"))
         return;
-    /* nvcc -G writes .debug_info and the like; -lineinfo, where functions
-     * were inlined, .debug_str for the inlined functions' names */
-    whole(p->m, "debug sections (%.*s at line %u, from -G or from -lineinfo with inlined "
-                "functions) refer to labels across all functions",
-          (int)(p->tok.len > 32 ? 32 : p->tok.len), p->tok.p, first.line);
+    /* nvcc -G writes .debug_info and the like, which refer to labels of
+     * every function: such a module is compiled whole. -lineinfo, where
+     * functions were inlined, writes only .debug_str, the inlined
+     * functions' names: units get the entries their .loc directives name */
+    tc_tok name = p->tok;
+    int strings = tc_tok_is(&name, ".debug_str") && p->m->section_stmt < 0;
+    if (!strings)
+        whole(p->m, "debug sections (%.*s at line %u: DWARF, from -G or Triton's line info) "
+                    "refer to labels across all functions",
+              (int)(name.len > 32 ? 32 : name.len), name.p, first.line);
     advance(p);
     if (!tc_tok_punct(&p->tok, '{')) {
         fail(p, p->tok.line, "expected '{' after the .section name");
         return;
     }
+    tc_ptx_stmt *sec = &p->m->stmts[si];
+    if (strings) {
+        tc_lexer at = p->lx;
+        tc_tok open_tok = p->tok;
+        if (parse_debug_str(p, first.line) != 0) {
+            whole(p->m, "the .debug_str section at line %u holds more than labels and .b8 "
+                        "bytes", first.line);
+            p->m->ninfos = 0;
+            tc_map_free(&p->m->infomap);
+            memset(&p->m->infomap, 0, sizeof p->m->infomap);
+            p->lx = at; /* skip it from its '{' */
+            p->tok = open_tok;
+        } else if (!p->failed) {
+            p->m->section_stmt = (int32_t)si;
+            tc_tok close = p->tok;
+            advance(p);
+            end_stmt(p, sec, &close);
+            return;
+        }
+    }
+    if (p->failed)
+        return;
     tc_tok close = skip_braces(p);
-    end_stmt(p, st, &close);
+    end_stmt(p, &p->m->stmts[si], &close);
 }
 
 /* Statements that end with ';' and need no structure: .pragma, .alias. */
@@ -690,6 +783,8 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     st->loc_begin = (uint32_t)p->m->nlocfiles;
     uint32_t open_line = p->tok.line;
     int want_file = 0;
+    uint32_t loc_line = 0; /* the line of the .loc directive being read */
+    int want_info = 0;     /* after "function_name" */
     tc_body_tok b;
     int rc;
     while (!p->failed && (rc = tc_body_next(&w, &b)) == 1) {
@@ -697,13 +792,23 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
         if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)strtoul(t->p, NULL, 0)))
             oom(p);
         want_file = 0;
+        if (loc_line && t->line == loc_line && t->kind == TK_IDENT) {
+            if (want_info && GROW(p->info_uses, p->ninfo_uses, p->cap_info_uses) == 0)
+                p->info_uses[p->ninfo_uses++] = (struct info_use){(uint32_t)si, *t};
+            else if (want_info)
+                oom(p);
+            want_info = tc_tok_is(t, "function_name");
+        }
         switch (b.role) {
         case TC_BODY_END:
             st->cost++;
             break;
         case TC_BODY_OPCODE:
-            if (tc_tok_is(t, ".loc"))
+            if (tc_tok_is(t, ".loc")) {
                 want_file = 1;
+                loc_line = t->line;
+                want_info = 0;
+            }
             break;
         case TC_BODY_DECL:
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
@@ -883,6 +988,68 @@ static void check_hidden_names(parser *p)
 
 /* ---- module level ------------------------------------------------------- */
 
+/* Gives each function the .debug_str entries its .loc directives name
+ * (once each, in m->inforefs), and each entry the name units write it
+ * under: from its bytes, so that a new inlined function, which renumbers
+ * nvcc's $L__info_stringN after it, changes no other unit's text. */
+static void resolve_infos(parser *p)
+{
+    tc_ptx_module *m = p->m;
+    if (!p->ninfo_uses || m->whole_reason[0])
+        return;
+    uint32_t *seen = calloc(m->ninfos ? m->ninfos : 1, sizeof *seen);
+    if (!seen) {
+        oom(p);
+        return;
+    }
+    for (size_t i = 0; i < p->ninfo_uses && !p->failed; i++) {
+        const struct info_use *u = &p->info_uses[i];
+        uint32_t *idx = tc_map_get(&m->infomap, u->label.p, u->label.len);
+        if (!idx) {
+            whole(m, "line %u names '%.*s' as an inlined function, which no .debug_str entry "
+                     "defines", u->label.line, (int)(u->label.len > 64 ? 64 : u->label.len),
+                  u->label.p);
+            break;
+        }
+        tc_ptx_stmt *st = &m->stmts[u->stmt];
+        if (!st->info_count)
+            st->info_begin = (uint32_t)m->ninforefs;
+        if (seen[*idx] == u->stmt + 1)
+            continue;
+        seen[*idx] = u->stmt + 1;
+        if (GROW(m->inforefs, m->ninforefs, m->cap_inforefs) != 0) {
+            oom(p);
+            break;
+        }
+        m->inforefs[m->ninforefs++] = *idx;
+        st->info_count++;
+    }
+    free(seen);
+    tc_sb bytes = TC_SB_INIT;
+    for (size_t i = 0; i < m->ninfos && !p->failed; i++) {
+        tc_ptx_info *in = &m->infos[i];
+        tc_lexer lx;
+        tc_lex_init(&lx, m->src + in->data, in->data_end - in->data, in->line);
+        tc_sb_reset(&bytes);
+        for (tc_tok t = tc_lex_next(&lx); t.kind != TK_EOF && t.kind != TK_ERROR;
+             t = tc_lex_next(&lx))
+            if (t.kind == TK_NUM) {
+                tc_sb_append(&bytes, t.p, t.len);
+                tc_sb_putc(&bytes, ',');
+            }
+        if (bytes.oom) {
+            oom(p);
+            break;
+        }
+        tc_digest d;
+        char hex[TC_DIGEST_HEX_LEN + 1];
+        tc_digest_of(bytes.data, bytes.len, &d);
+        tc_digest_hex(&d, hex);
+        snprintf(in->canon, sizeof in->canon, TC_CANON_PREFIX "S%.24s", hex);
+    }
+    tc_sb_free(&bytes);
+}
+
 static void parse_module(parser *p)
 {
     advance(p);
@@ -970,6 +1137,7 @@ static void parse_module(parser *p)
     }
     if (p->failed)
         return;
+    resolve_infos(p);
     check_hidden_names(p);
     if (p->m->version_stmt < 0)
         fail(p, p->tok.line, "missing .version directive (the input is empty)");
@@ -990,6 +1158,7 @@ int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *er
     m->src = src;
     m->len = len;
     m->version_stmt = m->target_stmt = m->addrsize_stmt = -1;
+    m->section_stmt = -1;
     parser p;
     memset(&p, 0, sizeof p);
     p.m = m;
@@ -999,6 +1168,7 @@ int tc_ptx_parse(const char *src, size_t len, tc_ptx_module *m, tc_ptx_error *er
     free(p.mark);
     free(p.pos);
     free(p.params_seen);
+    free(p.info_uses);
     if (p.failed) {
         tc_ptx_module_free(m); /* callers free only what parsed */
         return -1;
@@ -1013,6 +1183,9 @@ void tc_ptx_module_free(tc_ptx_module *m)
     free(m->refs);
     free(m->params);
     free(m->locfiles);
+    free(m->infos);
+    free(m->inforefs);
     tc_map_free(&m->symtab);
+    tc_map_free(&m->infomap);
     memset(m, 0, sizeof *m);
 }

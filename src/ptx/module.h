@@ -89,6 +89,8 @@ typedef struct tc_ptx_stmt {
     uint32_t loc_begin, loc_count; /* functions: file numbers their .loc
                                       directives name, into module locfiles;
                                       .file: loc_begin is its number */
+    uint32_t info_begin, info_count; /* functions: the .debug_str entries their
+                                        .loc directives name, into module inforefs */
     uint32_t cost;      /* functions: number of body statements */
     uint32_t param_begin, param_count; /* entries: into module params */
     uint32_t param_bytes;
@@ -107,6 +109,18 @@ typedef struct tc_ptx_sym {
     int32_t alias_of;   /* aliases: target symbol */
 } tc_ptx_sym;
 
+/* An entry of the module's .debug_str section: nvcc -lineinfo names each
+ * inlined function in the .loc directives of its callers by a label of
+ * that section ("function_name $L__info_string3"), numbered by position in
+ * the module. */
+typedef struct tc_ptx_info {
+    const char *label;
+    uint32_t len;
+    uint32_t line;          /* of the label */
+    size_t data, data_end;  /* its ".b8 n,n,..." lists in the source */
+    char canon[40];         /* the name units give it, from its bytes */
+} tc_ptx_info;
+
 typedef struct tc_ptx_module {
     const char *src;
     size_t len;
@@ -121,6 +135,12 @@ typedef struct tc_ptx_module {
     uint32_t *locfiles;
     size_t nlocfiles, cap_locfiles;
     tc_map symtab;
+    tc_ptx_info *infos;     /* the .debug_str section's entries, in order */
+    size_t ninfos, cap_infos;
+    tc_map infomap;         /* label -> index into infos */
+    int32_t section_stmt;   /* that section, or -1 */
+    uint32_t *inforefs;
+    size_t ninforefs, cap_inforefs;
     int32_t version_stmt, target_stmt, addrsize_stmt;
     size_t nentries;
     char target[32];        /* first .target name, e.g. "sm_90" */

@@ -89,6 +89,7 @@ struct tc_slicer {
     size_t nentries;
     uint32_t *cost;      /* per entry (name order) */
     uint32_t *stamp;     /* per symbol: generation that last collected it */
+    uint32_t *info_stamp; /* the same per .debug_str entry */
     uint32_t gen;
     int has_md;
     u32vec md_funcs;     /* module-data functions, name order */
@@ -119,6 +120,7 @@ typedef struct closure {
     u32vec shared;   /* .shared/.local variables copied */
     u32vec efuncs;   /* functions declared, defined elsewhere */
     u32vec copies;   /* functions copied with internal linkage */
+    u32vec infos;    /* .debug_str entries the .loc directives name */
     u32vec stack;    /* statements still to walk */
     int indirect_call;
     uint64_t cost;
@@ -130,6 +132,7 @@ static void closure_free(closure *c)
     vfree(&c->shared);
     vfree(&c->efuncs);
     vfree(&c->copies);
+    vfree(&c->infos);
     vfree(&c->stack);
 }
 
@@ -217,6 +220,14 @@ static int walk(tc_slicer *s, closure *c, int in_module_data)
         const tc_ptx_stmt *st = &m->stmts[c->stack.v[--c->stack.n]];
         c->cost += st->cost + 1;
         c->indirect_call |= st->indirect_call;
+        for (uint32_t k = 0; k < st->info_count; k++) {
+            uint32_t info = m->inforefs[st->info_begin + k];
+            if (s->info_stamp[info] != s->gen) {
+                s->info_stamp[info] = s->gen;
+                if (vpush(&c->infos, info))
+                    return -1;
+            }
+        }
         for (uint32_t k = 0; k < st->loc_count; k++) {
             uint64_t key = (uint64_t)m->locfiles[st->loc_begin + k] << 32;
             size_t lo = 0, hi = s->nfiles; /* first file numbered at least key */
@@ -387,12 +398,13 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
     s->entries = malloc(m->nentries * sizeof *s->entries);
     s->cost = malloc(m->nentries * sizeof *s->cost);
     s->memo = calloc(m->nstmts ? m->nstmts : 1, sizeof *s->memo);
+    s->info_stamp = calloc(m->ninfos ? m->ninfos : 1, sizeof *s->info_stamp);
     uint32_t *order = malloc(ns * sizeof *order), *tmp = malloc(ns * sizeof *tmp);
     int rc = -1;
     closure c;
     memset(&c, 0, sizeof c);
-    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo || !order ||
-        !tmp)
+    if (!s->rank || !s->md || !s->stamp || !s->entries || !s->cost || !s->memo ||
+        !s->info_stamp || !order || !tmp)
         goto done;
     /* Everything is emitted in name order, compiler-named constants by the
      * names canon.h gives them (their own are positions in the module). */
@@ -475,6 +487,7 @@ void tc_slicer_free(tc_slicer *s)
     free(s->rank);
     free(s->md);
     free(s->stamp);
+    free(s->info_stamp);
     free(s->entries);
     free(s->cost);
     for (size_t i = 0; s->memo && i < s->m->nstmts; i++)
@@ -714,6 +727,38 @@ static int emit_decl(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, si
 
 static size_t var_decl_cut(const tc_ptx_stmt *st) { return st->init ? st->init : st->end - 1; }
 
+static int cmp_info(const tc_ptx_module *m, uint32_t a, uint32_t b)
+{
+    return strcmp(m->infos[a].canon, m->infos[b].canon);
+}
+
+/* The .debug_str entries a unit's functions name, in order of their
+ * canonical names, each once (equal bytes, one name). */
+static int emit_infos(const tc_slicer *s, tc_text *out, u32vec *infos)
+{
+    const tc_ptx_module *m = s->m;
+    if (!infos->n)
+        return 0;
+    for (size_t i = 1; i < infos->n; i++) { /* insertion sort: a unit names few */
+        uint32_t x = infos->v[i];
+        size_t j = i;
+        for (; j > 0 && cmp_info(m, infos->v[j - 1], x) > 0; j--)
+            infos->v[j] = infos->v[j - 1];
+        infos->v[j] = x;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < infos->n; i++)
+        if (!n || cmp_info(m, infos->v[n - 1], infos->v[i]))
+            infos->v[n++] = infos->v[i];
+    tc_piece p;
+    memset(&p, 0, sizeof p);
+    int rc = tc_canon_infos(m, infos->v, n, &p);
+    if (rc == 0)
+        rc = text_piece(out, &p);
+    tc_piece_free(&p);
+    return rc;
+}
+
 /* The module header: .version, .target, .address_size, the module's
  * .pragma directives, and the .file directives that the .loc directives
  * of what was just collected name. */
@@ -836,6 +881,8 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     for (size_t i = 0; i < n; i++)
         if (emit_function(s, out, &m->stmts[s->entries[idx[i]]]))
             goto done;
+    if (emit_infos(s, out, &c.infos))
+        goto done;
     rc = 0;
 done:
     closure_free(&c);
@@ -886,6 +933,8 @@ int tc_slicer_emit_module_data(tc_slicer *s, tc_text *out)
         if (link >= 0 && emit_stmt(s, out, st, link))
             goto done;
     }
+    if (emit_infos(s, out, &c.infos))
+        goto done;
     rc = 0;
 done:
     closure_free(&c);

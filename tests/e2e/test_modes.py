@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import elfsyms
-from tchelp import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, stats, tc
+from tchelp import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, slice_keys, stats, tc
 
 sys.path.insert(0, str(ROOT / "bench"))
 import scaling  # noqa: E402  (the synthetic module generator)
@@ -42,10 +42,48 @@ def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
     assert sizes[0] == sizes[1]  # the same code (the tool notes name the command line)
 
 
-def test_lineinfo_with_inlining_is_named_in_the_note(tmp_path):
-    p = build(os.path.join(corpus_dir(), "helpers.lineinfo.ptx"), tmp_path / "a.cubin", None)
-    assert ("note: compiled whole, not split: debug sections (.debug_str at line" in p.stderr
-            and "from -lineinfo with inlined functions" in p.stderr), p.stderr
+INLINED = """
+__device__ __forceinline__ float g(float x);
+__device__ __forceinline__ float f(float x) { return x * 3.0f + 1.0f; }
+__device__ __forceinline__ float h(float x) { return x * x - 2.0f; }
+extern "C" __global__ void ka(float *o, const float *i) { int t = threadIdx.x; o[t] = f(i[t])EDIT; }
+extern "C" __global__ void kb(float *o, const float *i) { int t = threadIdx.x; o[t] = h(i[t]); }
+extern "C" __global__ void kc(float *o, const float *i) { int t = threadIdx.x; o[t] = h(f(i[t])); }
+__device__ __forceinline__ float g(float x) { return x + 0.5f; }
+"""
+
+
+def test_lineinfo_with_inlined_functions_is_split(tmp_path):
+    """nvcc -lineinfo names inlined functions in .loc directives by labels
+    of a .debug_str section, numbered by position in the module: units get
+    the entries they name, under names made from their bytes, so a new
+    inlined function in one kernel changes no other kernel's key."""
+    from tchelp import nvcc_ptx
+    texts = {}
+    for name, e in (("base", ""), ("edit", " + g(i[t])")):  # one .cu path: .file names it
+        texts[name] = open(nvcc_ptx(INLINED.replace("EDIT", e), tmp_path / "m.ptx",
+                                    "-lineinfo")).read()
+        (tmp_path / f"{name}.ptx").write_text(texts[name])
+    base, edit = str(tmp_path / "base.ptx"), str(tmp_path / "edit.ptx")
+    assert ".section\t.debug_str" in texts["base"]
+    assert "function_name $L__info_string1" in texts["base"]
+    assert "$L__info_string2" in texts["edit"]  # h's label moved
+    cache = str(tmp_path / "cache")
+    p = build(base, tmp_path / "a.cubin", cache, "-v", "--unit-cost", "1")
+    assert "compiled whole" not in p.stderr and "3 kernels in 3 units" in p.stderr, p.stderr
+    # the line tables are there, and the kernels are ptxas's
+    from tchelp import PTXAS
+    run([PTXAS, f"-arch={ARCH}", base, "-o", tmp_path / "w.cubin"])
+    sections = elfsyms.section_sizes(str(tmp_path / "a.cubin"))
+    assert ".debug_str" in sections and ".nv_debug_line_sass" in sections
+    assert elfsyms.kernels(str(tmp_path / "a.cubin")) == elfsyms.kernels(str(tmp_path / "w.cubin"))
+    before = slice_keys(base, cache, "--unit-cost", "1")
+    after = slice_keys(edit, cache, "--unit-cost", "1")
+    assert before["ka"] != after["ka"]
+    assert before["kb"] == after["kb"] and before["kc"] == after["kc"]
+    s0 = stats(cache)
+    p = build(edit, tmp_path / "b.cubin", cache, "-v", "--unit-cost", "1")
+    assert stats(cache)["compiles"] - s0["compiles"] == 1, p.stderr
 
 
 def test_no_split_switch(tmp_path):

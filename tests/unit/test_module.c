@@ -147,12 +147,55 @@ static void test_errors(void)
 
 static void test_whole_reasons(void)
 {
+    /* DWARF of -G refers to labels of every function */
     const char *src = ".version 8.0\n.target sm_90\n.entry k() { ret; }\n"
-                      ".section .debug_str\n{\n$L__info_string0:\n.b8 65,0\n}\n";
+                      ".section .debug_info\n{\n.b8 65,0\n}\n";
     tc_ptx_module m;
     tc_ptx_error err;
     CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
-    CHECK_CONTAINS(m.whole_reason, "debug sections (.debug_str at line 4, from -G or from -lineinfo");
+    CHECK_CONTAINS(m.whole_reason, "debug sections (.debug_info at line 4: DWARF, from -G");
+    tc_ptx_module_free(&m);
+    /* a .debug_str of another shape than nvcc's */
+    src = ".version 8.0\n.target sm_90\n.entry k() { ret; }\n"
+          ".section .debug_str\n{\n$L__info_string0:\n.b32 65\n}\n";
+    CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
+    CHECK_CONTAINS(m.whole_reason, "the .debug_str section at line 4 holds more than labels");
+    CHECK(m.ninfos == 0);
+    tc_ptx_module_free(&m);
+    /* a .loc naming an inlined function that no entry defines */
+    src = ".version 8.0\n.target sm_90\n.file 1 \"a.cu\"\n"
+          ".entry k()\n{\n.loc 1 5 3, function_name $L__info_string7, inlined_at 1 9 1\nret;\n}\n"
+          ".section .debug_str\n{\n$L__info_string0:\n.b8 65,0\n}\n";
+    CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
+    CHECK_CONTAINS(m.whole_reason, "line 6 names '$L__info_string7' as an inlined function");
+    tc_ptx_module_free(&m);
+}
+
+/* nvcc -lineinfo with inlined functions: the .debug_str entries are read,
+ * and each function knows the ones its .loc directives name, once each. */
+static void test_debug_strings(void)
+{
+    const char *src = ".version 8.0\n.target sm_90\n.file 1 \"a.cu\"\n"
+                      ".entry k()\n{\n"
+                      ".loc 1 5 3, function_name $L__info_string1, inlined_at 1 9 1\n"
+                      ".loc 1 6 3, function_name $L__info_string1, inlined_at 1 9 1\nret;\n}\n"
+                      ".entry j()\n{\n.loc 1 7 3\nret;\n}\n"
+                      ".section .debug_str\n{\n$L__info_string0:\n.b8 65,66,0\n"
+                      "$L__info_string1:\n.b8 67\n.b8 0\n}\n";
+    tc_ptx_module m;
+    tc_ptx_error err;
+    CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
+    CHECK_STR(m.whole_reason, "");
+    CHECK(m.ninfos == 2 && m.section_stmt >= 0);
+    const tc_ptx_stmt *k = NULL, *j = NULL;
+    for (size_t i = 0; i < m.nstmts; i++)
+        if (m.stmts[i].kind == TC_STMT_FUNC)
+            *(k ? &j : &k) = &m.stmts[i];
+    CHECK(k && k->info_count == 1 && m.inforefs[k->info_begin] == 1);
+    CHECK(j && j->info_count == 0);
+    /* named by their bytes: equal bytes, equal names */
+    CHECK(!strncmp(m.infos[0].canon, TC_CANON_PREFIX "S", 6) &&
+          strcmp(m.infos[0].canon, m.infos[1].canon));
     tc_ptx_module_free(&m);
 }
 
@@ -161,5 +204,6 @@ int main(void)
     test_structure();
     test_errors();
     test_whole_reasons();
+    test_debug_strings();
     return check_report("test_module");
 }
