@@ -52,6 +52,8 @@ typedef struct tc_remote_spec {
     int db;                           /* redis: the database of redis://host/N */
     char user[256], password[256];    /* from the URL, percent-decoded */
     char bearer_file[1024];           /* http: a file holding a bearer token */
+    char password_file[1024];         /* a file whose first line is the password (read
+                                         by the store: it replaces the URL's) */
     char aws_sigv4[128];              /* http: sign requests with AWS SigV4 (S3 and its
                                          kin: "aws:amz:REGION:s3"), key:secret from the URL */
     char ca[1024];                    /* TLS: a CA bundle file or a directory of CAs */

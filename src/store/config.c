@@ -223,7 +223,7 @@ static const struct {
     {"retries", 1, FOR_HTTP | FOR_REDIS},      {"max-record", 1, FOR_HTTP | FOR_REDIS},
     {"ca", 1, FOR_HTTP | FOR_REDIS},           {"ttl", 1, FOR_REDIS},
     {"layout", 1, FOR_HTTP},                   {"bearer-token-file", 1, FOR_HTTP},
-    {"aws-sigv4", 1, FOR_HTTP},
+    {"aws-sigv4", 1, FOR_HTTP},                {"password-file", 1, FOR_HTTP | FOR_REDIS},
 };
 
 static int copy_value(char *out, size_t cap, const char *v, const char *what, char *why, size_t n)
@@ -252,7 +252,7 @@ static int apply_attribute(char *attr, tc_remote_spec *spec, char *why, size_t n
         return fail(why, n,
                     "unknown attribute '%s' (read-only, connect-timeout, timeout, "
                     "flush-timeout, retries, max-record, ca, ttl, layout, bearer-token-file, "
-                    "aws-sigv4)",
+                    "aws-sigv4, password-file)",
                     attr);
     int kind = spec->kind == TC_REMOTE_HTTP ? FOR_HTTP : FOR_REDIS;
     if (!(attributes[k].kinds & kind))
@@ -298,6 +298,8 @@ static int apply_attribute(char *attr, tc_remote_spec *spec, char *why, size_t n
                 return fail(why, n, "%s takes PROVIDER:...:REGION:SERVICE, such as "
                                     "aws:amz:us-east-1:s3", attr);
         return copy_value(spec->aws_sigv4, sizeof spec->aws_sigv4, value, attr, why, n);
+    } else if (!strcmp(attr, "password-file")) {
+        return copy_value(spec->password_file, sizeof spec->password_file, value, attr, why, n);
     } else {
         return copy_value(spec->bearer_file, sizeof spec->bearer_file, value, attr, why, n);
     }

@@ -170,11 +170,41 @@ static void close_remote(tc_store *st)
     record_counts(st, &w);
 }
 
+/* The first line of the spec's password-file into spec->password: a
+ * password there stays out of the environment and command lines that
+ * every process of the build and `ps` can read. 0, or -1 with why. */
+static int read_password(tc_remote_spec *spec, const char *where, char *why, size_t n)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (tc_read_file(spec->password_file, 0, &data, &len) != 0) {
+        snprintf(why, n, "%s: cannot read password-file %s: %s", where, spec->password_file,
+                 strerror(errno));
+        return -1;
+    }
+    size_t line = strcspn(data, "\r\n");
+    int ok = line > 0 && line < sizeof spec->password;
+    for (size_t i = 0; ok && i < line; i++)
+        ok = (unsigned char)data[i] >= ' ' && (unsigned char)data[i] != 0x7f;
+    if (ok) {
+        memcpy(spec->password, data, line);
+        spec->password[line] = '\0';
+    } else {
+        snprintf(why, n, "%s: password-file %s does not hold a password (one line of printable "
+                         "characters, at most %zu)", where, spec->password_file,
+                 sizeof spec->password - 1);
+    }
+    memset(data, 0, len);
+    free(data);
+    return ok ? 0 : -1;
+}
+
 /* Puts the remote of spec text behind the store (none for "none"); where:
  * where the text came from, for messages. A taskcache.conf is written by
  * whoever may write the cache: in a shared one, a member could make others
  * send a file of theirs to a server of the member's choosing, so there it
- * may not name a bearer-token-file. 0, or -1 with why filled. */
+ * may not name a bearer-token-file or a password-file. 0, or -1 with why
+ * filled. */
 static int set_remote(tc_store *st, const char *text, const char *where, int from_shared_file,
                       char *why, size_t n)
 {
@@ -187,10 +217,13 @@ static int set_remote(tc_store *st, const char *text, const char *where, int fro
     }
     if (tc_config_parse_remote(text, spec, reason, sizeof reason) != 0) {
         snprintf(why, n, "%s: %s", where, reason);
-    } else if (from_shared_file && spec->bearer_file[0]) {
-        snprintf(why, n, "%s: bearer-token-file is not taken from the taskcache.conf of a "
-                         "shared cache (a member could have it send one of your files to "
-                         "their server); set it in TASKCACHE_REMOTE", where);
+    } else if (from_shared_file && (spec->bearer_file[0] || spec->password_file[0])) {
+        snprintf(why, n, "%s: %s is not taken from the taskcache.conf of a shared cache (a "
+                         "member could have it send one of your files to their server); set "
+                         "it in TASKCACHE_REMOTE", where,
+                 spec->bearer_file[0] ? "bearer-token-file" : "password-file");
+    } else if (spec->password_file[0] && read_password(spec, where, why, n) != 0) {
+        /* why is filled */
     } else {
         close_remote(st);
         if (spec->kind && !(st->remote = tc_remote_new(spec)))
@@ -198,6 +231,7 @@ static int set_remote(tc_store *st, const char *text, const char *where, int fro
         else
             rc = 0;
     }
+    memset(spec->password, 0, sizeof spec->password);
     free(spec);
     return rc;
 }

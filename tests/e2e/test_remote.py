@@ -499,6 +499,40 @@ def test_a_user_allowed_only_to_read_gets_hits_with_a_ttl(tmp_path, modules, red
         assert "NOPERM" not in stderr
 
 
+def test_a_password_from_a_file(tmp_path, modules, redis, redis_db):
+    """|password-file keeps the password out of the environment; a wrong one
+    costs the remote (one warning), never the build."""
+    remote, db = redis_db
+    ptx, ref = modules[0]
+    redis.cli("ACL", "SETUSER", "filer", "on", ">f1le-pw", "~*", "+@all")
+    pw = tmp_path / "pw"
+    pw.write_text("f1le-pw\n")
+    spec = remote.replace("redis://", "redis://filer@") + f"|password-file={pw}"
+    build(ptx, tmp_path / "a.cubin", tmp_path / "a", spec)
+    build(ptx, tmp_path / "b.cubin", tmp_path / "b", spec)
+    assert (tmp_path / "b.cubin").read_bytes() == ref
+    assert stats(tmp_path / "b")["remote_hits"] == 1
+    pw.write_text("wrong\n")
+    stderr = build(ptx, tmp_path / "c.cubin", tmp_path / "c", spec)
+    assert (tmp_path / "c.cubin").read_bytes() == ref
+    assert stats(tmp_path / "c")["remote_hits"] == 0 and "f1le-pw" not in stderr
+    assert "warning" in stderr, stderr
+
+
+def test_a_shared_caches_config_names_no_credential_files(tmp_path, modules):
+    """A member of a shared cache writes its taskcache.conf: a file named
+    there would be sent to a server of that member's choosing."""
+    ptx, ref = modules[0]
+    for attr in ("password-file", "bearer-token-file"):
+        cache = tmp_path / attr
+        cache.mkdir()
+        url = "redis://u@127.0.0.1:1" if attr == "password-file" else "http://127.0.0.1:1/c"
+        (cache / "taskcache.conf").write_text(f"shared = true\nremote = {url}|{attr}=/etc/passwd\n")
+        stderr = build(ptx, tmp_path / f"{attr}.cubin", cache, None)
+        assert f"{attr} is not taken from the taskcache.conf of a shared cache" in stderr, stderr
+        assert (tmp_path / f"{attr}.cubin").read_bytes() == ref
+
+
 def test_ask_and_moved_during_a_resharding(tmp_path, modules, cluster):
     """A slot migrating between masters answers ASK for keys already moved;
     after the move, MOVED: both followed, both hits."""

@@ -66,6 +66,10 @@ static void test_specs_people_write(void)
     CHECK_STR(spec.bearer_file, "/run/tok");
     CHECK(!strstr(spec.description, "pw"));
 
+    CHECK(parse("redis://ci@cache|password-file=/run/secrets/redis") == 0);
+    CHECK_STR(spec.user, "ci");
+    CHECK_STR(spec.password_file, "/run/secrets/redis");
+
     CHECK(parse("http://[::1]:8080") == 0);
     CHECK_STR(spec.hosts[0].name, "::1");
     CHECK_STR(spec.base_url, "http://[::1]:8080");
