@@ -17,7 +17,10 @@ median of --runs runs, side by side:
   B from the remote    machine A built the module (uploaded); B has an empty local
                        cache: a module record from the remote (Redis, WebDAV)
   B edits one kernel   B (empty local cache) builds a one-kernel edit A never built:
-                       every other unit from the remote, one compiled
+                       every other unit from the remote, one compiled (units missing
+                       locally are looked up 8 at a time: a distant server costs a
+                       few round trips, which "Redis 10 ms away", Redis behind a
+                       proxy that delays each chunk 5 ms each way, shows)
   warm, no remote      a warm local build
   warm, unreachable    the same with a remote configured that is not there (a closed
                        port, and an address that never answers): the overhead must
@@ -133,8 +136,12 @@ def main(argv=None):
                        check=True, capture_output=True)
         redis = rs.Redis(os.path.join(work, "redis"))
         nginx = rs.Nginx(os.path.join(work, "nginx"))
+        # a server farther away: 5 ms each way through a delaying proxy
+        distant = rs.FaultProxy(redis.port)
+        distant.mode, distant.delay = "delay", 0.005
         remotes = {"Redis": f"redis://127.0.0.1:{redis.port}",
-                   "WebDAV": nginx.url("taskcache")}
+                   "WebDAV": nginx.url("taskcache"),
+                   "Redis 10 ms away": f"redis://127.0.0.1:{distant.port}/1"}
 
         ptxas = shutil.which("ptxas") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
                                                       "bin", "ptxas")
@@ -209,7 +216,7 @@ def main(argv=None):
                     raise SystemExit(f"{label}: {stderr}")
                 results[label].append(dt)
     finally:
-        for s in (redis, nginx):
+        for s in (redis, nginx, locals().get("distant")):
             if s:
                 s.stop()
         if not args.keep:

@@ -128,6 +128,30 @@ static void store_unit(tc_ptx_job *j, tc_split_unit *x)
 
 /* ---- keys and lookups -------------------------------------------------------- */
 
+/* Local misses are looked up in the remote at once (tc_store_prefetch):
+ * state[i] says what that found for unit i, or is NULL without a remote. */
+static uint8_t *prefetch_units(tc_ptx_job *j)
+{
+    tc_session *s = j->s;
+    if (explaining(j) || !unit_tier(j) || !s->store || !j->nunits)
+        return NULL;
+    tc_digest *keys = malloc(j->nunits * sizeof *keys);
+    uint8_t *state = malloc(j->nunits);
+    if (keys && state) {
+        for (size_t i = 0; i < j->nunits; i++)
+            keys[i] = j->units[i].u.key;
+        if (tc_store_prefetch(s->store, s->o->arch, TC_REC_UNIT, keys, j->nunits, state) == 0) {
+            free(state);
+            state = NULL;
+        }
+    } else {
+        free(state);
+        state = NULL;
+    }
+    free(keys);
+    return state;
+}
+
 static tc_status key_units(tc_ptx_job *j)
 {
     tc_session *s = j->s;
@@ -140,9 +164,21 @@ static tc_status key_units(tc_ptx_job *j)
             return TC_ERR_NOMEM;
         tc_digest_hex(&u->key, u->hex);
         x->cost = x->map.text.len;
+        /* Only the line map is kept: a miss's text is made again when it
+         * compiles. Keeping every text until then cost a copy of each
+         * shared helper per unit (a 20,000-statement helper called by 1,000
+         * kernels: 540 MB for an 825 KB input). */
+        tc_sb_free(&x->map.text);
+    }
+    uint8_t *remote = prefetch_units(j);
+    for (size_t i = 0; i < j->nunits; i++) {
+        tc_split_unit *x = &j->units[i];
+        tc_unit *u = &x->u;
+        int asked_and_missed = remote && remote[i] == TC_PREFETCH_ASKED;
         if (explaining(j)) {
             u->hit = unit_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_UNIT, &u->key);
-        } else if (unit_tier(j) && tc_payload_read_unit(s, TC_REC_UNIT, u, 1)) {
+        } else if (unit_tier(j) && !asked_and_missed &&
+                   tc_payload_read_unit(s, TC_REC_UNIT, u, 1)) {
             u->hit = 1;
             s->delta.v[TC_C_UNIT_HITS]++;
         } else {
@@ -150,15 +186,13 @@ static tc_status key_units(tc_ptx_job *j)
                 s->delta.v[TC_C_UNIT_MISSES]++;
             char name[32];
             snprintf(name, sizeof name, "unit%zu.ptx", i);
-            if (!(x->path = tc_path_join(s->scratch, name)))
+            if (!(x->path = tc_path_join(s->scratch, name))) {
+                free(remote);
                 return TC_ERR_NOMEM;
+            }
         }
-        /* Only the line map is kept: a miss's text is made again when it
-         * compiles. Keeping every text until then cost a copy of each
-         * shared helper per unit (a 20,000-statement helper called by 1,000
-         * kernels: 540 MB for an 825 KB input). */
-        tc_sb_free(&x->map.text);
     }
+    free(remote);
     return TC_OK;
 }
 

@@ -37,9 +37,12 @@ typedef struct upload {
 struct tc_remote {
     tc_remote_spec spec;
     pid_t pid;                  /* the process that made it: a forked child does not use it */
-    pthread_mutex_t read_lock;  /* held by the thread using reader */
-    tc_transport *reader;
     pthread_mutex_t lock;       /* guards everything below */
+    /* Connections for lookups: a thread takes an idle one or opens one,
+     * up to TC_REMOTE_READERS, so that lookups of many records overlap
+     * (tc_store_prefetch) instead of paying one round trip each. */
+    tc_transport *idle[TC_REMOTE_READERS];
+    int nidle, nreaders;
     pthread_cond_t changed;     /* queue, writer state */
     int down;                   /* not asked again by this process */
     int reads_off, writes_off;
@@ -219,7 +222,6 @@ tc_remote *tc_remote_new(const tc_remote_spec *spec)
         return NULL;
     r->spec = *spec;
     r->pid = getpid();
-    pthread_mutex_init(&r->read_lock, NULL);
     pthread_mutex_init(&r->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -338,26 +340,38 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
     if (seconds)
         *seconds = 0;
     /* A forked child checks before taking any lock: a thread of the parent
-     * may have held read_lock (for a whole lookup) or lock at the fork, and
-     * the child has no such thread to release them. pid never changes. */
+     * may have held lock at the fork, and the child has no such thread to
+     * release it. pid never changes. */
     if (r->pid != getpid())
         return TC_REMOTE_OFF;
-    pthread_mutex_lock(&r->read_lock);
     pthread_mutex_lock(&r->lock);
-    int go = usable(r, 0); /* checked once the turn is ours: the thread before may have
-                              found the server down */
+    while (usable(r, 0) && !r->nidle && r->nreaders == TC_REMOTE_READERS)
+        pthread_cond_wait(&r->changed, &r->lock);
+    /* checked once a connection is ours: another lookup may have found the
+     * server down meanwhile */
+    int go = usable(r, 0);
+    tc_transport *t = NULL;
+    if (go) {
+        if (r->nidle)
+            t = r->idle[--r->nidle];
+        else
+            r->nreaders++; /* opened below, outside the lock */
+    }
     pthread_mutex_unlock(&r->lock);
     if (go) {
-        if (!r->reader)
-            r->reader = open_transport(&r->spec, why, sizeof why);
+        if (!t)
+            t = open_transport(&r->spec, why, sizeof why);
         get_args a = {name, max, out};
-        o = r->reader ? with_retries(r, r->reader, attempt_get, &a, why, sizeof why)
-                      : TC_REMOTE_DOWN;
+        o = t ? with_retries(r, t, attempt_get, &a, why, sizeof why) : TC_REMOTE_DOWN;
         pthread_mutex_lock(&r->lock);
         judge(r, 0, o, why);
+        if (t)
+            r->idle[r->nidle++] = t;
+        else
+            r->nreaders--;
+        pthread_cond_broadcast(&r->changed);
         pthread_mutex_unlock(&r->lock);
     }
-    pthread_mutex_unlock(&r->read_lock);
     if (o != TC_REMOTE_OK)
         tc_sb_reset(out);
     if (seconds)
@@ -419,7 +433,6 @@ static void free_remote(tc_remote *r)
 {
     pthread_cond_destroy(&r->changed);
     pthread_mutex_destroy(&r->lock);
-    pthread_mutex_destroy(&r->read_lock);
     free(r);
 }
 
@@ -615,12 +628,13 @@ void tc_remote_close(tc_remote *r, tc_remote_writes *final)
         return; /* a forked child: its locks may be held by threads it lacks; kept */
     if (r->registered)
         remove_live(r);
-    if (r->reader) { /* no lookup runs while the store closes */
+    if (r->nidle) { /* no lookup runs while the store closes: all are idle */
         pipe_guard g;
         guard_pipe(&g);
-        r->reader->ops->free(r->reader);
+        for (int i = 0; i < r->nidle; i++)
+            r->idle[i]->ops->free(r->idle[i]);
         unguard_pipe(&g);
-        r->reader = NULL;
+        r->nidle = r->nreaders = 0;
     }
     double until = now_s() + (double)r->spec.flush_timeout_ms / 1000;
     pthread_mutex_lock(&r->lock);

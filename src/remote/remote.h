@@ -34,6 +34,8 @@ typedef enum tc_remote_kind { TC_REMOTE_HTTP = 1, TC_REMOTE_REDIS = 2 } tc_remot
 typedef enum tc_remote_layout { TC_LAYOUT_SUBDIRS = 0, TC_LAYOUT_BAZEL = 1 } tc_remote_layout;
 
 #define TC_REMOTE_MAX_HOSTS 16
+/* Lookups at once, each on its own connection (tc_remote_get). */
+#define TC_REMOTE_READERS 8
 #define TC_REMOTE_HOST_MAX 256
 
 typedef struct tc_remote_host {
@@ -99,8 +101,9 @@ const tc_remote_spec *tc_remote_spec_of(const tc_remote *r);
 /* Looks name up, reading at most max bytes. Returns the outcome, with the
  * bytes in *out when TC_REMOTE_OK; *seconds (may be NULL) receives the
  * time the lookup took. A remote that was found down, or that a forked
- * child inherited, answers TC_REMOTE_OFF at once without I/O. Thread-safe
- * (lookups take turns on one connection). */
+ * child inherited, answers TC_REMOTE_OFF at once without I/O. Thread-safe:
+ * up to TC_REMOTE_READERS lookups run at once, each on a connection of its
+ * own (kept for the next). */
 tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc_sb *out,
                                 double *seconds);
 

@@ -625,6 +625,72 @@ int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_diges
     return ask_remote && remote_on(st) && remote_get(st, target, kind, key, payload, len);
 }
 
+/* Whether the local store holds a file for kind/key (not verified: the
+ * read that follows does that). */
+static int local_exists(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
+{
+    char name[TC_DIGEST_HEX_LEN + 1];
+    int dfd = record_dir(st, target, kind, key, name, 0);
+    if (dfd < 0)
+        return 0;
+    struct stat sb;
+    int found = fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+    close(dfd);
+    return found;
+}
+
+typedef struct prefetch {
+    tc_store *st;
+    const char *target;
+    uint32_t kind;
+    const tc_digest *keys;
+    uint8_t *state;
+    size_t n, next;
+    pthread_mutex_t lock;
+} prefetch;
+
+static void *prefetch_thread(void *arg)
+{
+    prefetch *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        while (p->next < p->n && p->state[p->next] != TC_PREFETCH_ASKED)
+            p->next++;
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (i >= p->n)
+            return NULL;
+        char *payload = NULL;
+        size_t len = 0;
+        if (remote_get(p->st, p->target, p->kind, &p->keys[i], &payload, &len))
+            p->state[i] = TC_PREFETCH_FETCHED;
+        free(payload);
+    }
+}
+
+size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const tc_digest *keys,
+                         size_t n, uint8_t *state)
+{
+    size_t ask = 0;
+    for (size_t i = 0; i < n; i++) {
+        int remote = remote_on(st) && !fault("read") && !local_exists(st, target, kind, &keys[i]);
+        state[i] = remote ? TC_PREFETCH_ASKED : TC_PREFETCH_LOCAL;
+        ask += (size_t)remote;
+    }
+    if (!ask)
+        return 0;
+    prefetch p = {st, target, kind, keys, state, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t t[TC_REMOTE_READERS];
+    size_t nt = 0, want = ask < TC_REMOTE_READERS ? ask : TC_REMOTE_READERS;
+    while (nt + 1 < want && pthread_create(&t[nt], NULL, prefetch_thread, &p) == 0)
+        nt++;
+    prefetch_thread(&p); /* this thread too */
+    for (size_t k = 0; k < nt; k++)
+        pthread_join(t[k], NULL);
+    pthread_mutex_destroy(&p.lock);
+    return ask;
+}
+
 int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
 {
     char *p = NULL;

@@ -62,6 +62,18 @@ int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_diges
  * verifies it). */
 int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
 
+/* Looks up in the remote, several at once (TC_REMOTE_READERS), the records
+ * of keys[0..n) the local store lacks, keeping those that verify locally
+ * (as tc_store_get does one at a time): a machine with an empty cache pays
+ * about one round trip per TC_REMOTE_READERS records instead of one per
+ * record. state[i] receives TC_PREFETCH_LOCAL (a local file: not asked),
+ * TC_PREFETCH_FETCHED (now local) or TC_PREFETCH_ASKED (not found, or the
+ * remote failed: a miss, which tc_store_get need not ask again). Returns
+ * how many were asked (0 without a remote). */
+enum { TC_PREFETCH_LOCAL = 0, TC_PREFETCH_FETCHED = 1, TC_PREFETCH_ASKED = 2 };
+size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const tc_digest *keys,
+                         size_t n, uint8_t *state);
+
 /* Stores a record, and queues it for the remote tier. Returns the number
  * of bytes written locally, or -1 when it could not be stored there (the
  * store's warning then says why). */

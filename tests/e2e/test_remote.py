@@ -284,6 +284,30 @@ def test_a_stalled_server_costs_one_timeout(tmp_path, modules, redis):
         proxy.stop()
 
 
+def test_units_missing_locally_are_looked_up_together(tmp_path, modules, redis, redis_db):
+    """A machine with an empty cache asks the remote for its units several
+    at a time, each lookup on a connection of its own (8 at most), so that a
+    distant server costs a few round trips, not one per unit."""
+    remote, db = redis_db
+    ptx, _ = modules[0]
+    build(ptx, tmp_path / "a.cubin", tmp_path / "a", remote, "--unit-cost", "1")
+    units = stats(tmp_path / "a")["compiles"]
+    assert units >= 12
+    proxy = rs.FaultProxy(redis.port)
+    proxy.mode = "delay"
+    proxy.delay = 0.02
+    try:
+        slow = f"redis://127.0.0.1:{proxy.port}/{db}|read-only"
+        build(ptx, tmp_path / "b.cubin", tmp_path / "b", slow, "--unit-cost", "1",
+              "--no-module-cache")
+    finally:
+        proxy.stop()
+    assert (tmp_path / "b.cubin").read_bytes() == (tmp_path / "a.cubin").read_bytes()
+    s = stats(tmp_path / "b")
+    assert s["compiles"] == 0 and s["remote_hits"] == units and s["remote_misses"] == 0
+    assert 1 < proxy.connections <= 8
+
+
 def test_server_killed_mid_build_and_restarted(tmp_path, modules):
     r = rs.Redis(str(tmp_path / "redis"))
     remote = f"redis://127.0.0.1:{r.port}"
