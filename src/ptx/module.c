@@ -995,7 +995,7 @@ static void check_hidden_names(parser *p)
 static void resolve_infos(parser *p)
 {
     tc_ptx_module *m = p->m;
-    if (!p->ninfo_uses || m->whole_reason[0])
+    if (m->whole_reason[0])
         return;
     uint32_t *seen = calloc(m->ninfos ? m->ninfos : 1, sizeof *seen);
     if (!seen) {
