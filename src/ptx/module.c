@@ -771,6 +771,24 @@ static int push_locfile(parser *p, tc_ptx_stmt *st, uint32_t file)
     return 0;
 }
 
+/* A name used as an operand that is also a label of the function is the
+ * label (canon.c renames it as one), not the module symbol of that name:
+ * its references from the function's operands are dropped. */
+static void drop_label_uses(parser *p, const tc_ptx_stmt *st, const tc_map *labels)
+{
+    if (!labels->count)
+        return;
+    tc_ptx_module *m = p->m;
+    size_t keep = st->ref_begin;
+    for (size_t i = st->ref_begin; i < m->nrefs; i++) {
+        const tc_ptx_sym *y = &m->syms[m->refs[i].sym];
+        if (m->refs[i].how == TC_REF_USE && tc_map_get(labels, y->name, y->len))
+            continue;
+        m->refs[keep++] = m->refs[i];
+    }
+    m->nrefs = keep;
+}
+
 /* Walks the function whose body starts at the current token ('{') and
  * records what it references: module symbols named outside the scope of
  * the function's own declarations, as calls or as uses of an address or
@@ -785,6 +803,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     int want_file = 0;
     uint32_t loc_line = 0; /* the line of the .loc directive being read */
     int want_info = 0;     /* after "function_name" */
+    tc_map labels = {0};   /* the function's labels */
     tc_body_tok b;
     int rc;
     while (!p->failed && (rc = tc_body_next(&w, &b)) == 1) {
@@ -831,10 +850,15 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             if (!b.local)
                 add_ref(p, si, t, TC_REF_USE);
             break;
+        case TC_BODY_LABEL:
+            if (tc_map_put(&labels, t->p, t->len, 1) < 0)
+                oom(p);
+            break;
         default:
             break;
         }
         if (w.done && b.role == TC_BODY_CLOSE) {
+            drop_label_uses(p, st, &labels);
             end_stmt(p, st, t);
             p->lx.cur = w.lx.cur;
             p->lx.line = w.lx.line;
@@ -849,6 +873,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             fail(p, open_line, "function body opened here is never closed");
     }
     tc_body_free(&w);
+    tc_map_free(&labels);
     if (!p->failed)
         advance(p);
 }

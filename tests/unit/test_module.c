@@ -199,11 +199,38 @@ static void test_debug_strings(void)
     tc_ptx_module_free(&m);
 }
 
+/* An operand that names a label of its function is the label, also when
+ * a module symbol has that name (canon.c renames it as a label): it is no
+ * reference to the symbol. A call still is. */
+static void test_labels_named_like_symbols(void)
+{
+    const char *src = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                      ".func func()\n{\nret;\n}\n"
+                      ".entry k()\n{\n.reg .b64 %rd;\nfunc:\nmov.u64 %rd, func;\n"
+                      "bra func;\n}\n"
+                      ".entry j()\n{\ncall func, ();\nret;\n}\n";
+    tc_ptx_module m;
+    tc_ptx_error err;
+    CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
+    for (size_t i = 0; i < m.nstmts; i++) {
+        const tc_ptx_stmt *st = &m.stmts[i];
+        if (st->kind != TC_STMT_FUNC || !st->is_entry)
+            continue;
+        const char *name = m.syms[st->sym].name;
+        if (name[0] == 'k')
+            CHECK(st->ref_count == 0);
+        else
+            CHECK(st->ref_count == 1 && m.refs[st->ref_begin].how == TC_REF_CALL);
+    }
+    tc_ptx_module_free(&m);
+}
+
 int main(void)
 {
     test_structure();
     test_errors();
     test_whole_reasons();
     test_debug_strings();
+    test_labels_named_like_symbols();
     return check_report("test_module");
 }
