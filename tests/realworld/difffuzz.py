@@ -585,24 +585,13 @@ def quick_failures(binary, path, work, key_check, cand_items):
     except rwlib.BuildError as e:
         return [f"whole-module ptxas failed: {e}"]
     fails = []
-    rel = []
-
-    def relocatable():
-        if not rel:
-            rel.append(rwlib.relocatable_build(ref, os.path.join(work, "relocatable.cubin"), arch))
-        return rel[0]
-
-    def alone(kernel, built={}):
-        if kernel not in built:
-            built[kernel] = rwlib.kernel_alone_build(ref, kernel, os.path.join(
-                work, f"alone{len(built)}.cubin"), arch)
-        return built[kernel]
+    refs = rwlib.References(ref, work, arch)
     tc = rwlib.Taskcache(binary, os.path.join(work, "cache"), arch, 1)
     for mode, extra in (("default", []), ("reloc", ["--relocatable-units"])):
         out = os.path.join(work, f"{mode}.cubin")
         try:
             tc.build(path, out, *extra, cache=False)
-            fails += rwlib.symbol_failures(whole, out, mode, relocatable, alone)
+            fails += rwlib.symbol_failures(whole, out, mode, refs.relocatable, refs.alone)
         except rwlib.BuildError as e:
             fails.append(f"{mode} cold: {e}")
     base_keys, may_change = key_check(cand_items)

@@ -207,6 +207,30 @@ def kernel_alone_build(ptx, kernel, out, arch):
     return relocatable_build(out + ".ptx", out, arch)
 
 
+class References:
+    """The reference builds of one module that the shared-memory checks ask
+    for only when sizes differ, each made once: the module compiled
+    relocatable and linked (relocatable_build), and the module reduced to
+    one kernel (kernel_alone_build)."""
+
+    def __init__(self, ptx, work, arch):
+        self.ptx, self.work, self.arch = ptx, work, arch
+        self.built = {}
+
+    def relocatable(self):
+        if None not in self.built:
+            self.built[None] = relocatable_build(
+                self.ptx, os.path.join(self.work, "relocatable.cubin"), self.arch)
+        return self.built[None]
+
+    def alone(self, kernel):
+        if kernel not in self.built:
+            self.built[kernel] = kernel_alone_build(
+                self.ptx, kernel, os.path.join(self.work, f"alone{len(self.built)}.cubin"),
+                self.arch)
+        return self.built[kernel]
+
+
 def driver_text(ptx, work):
     """The path of the module as the CUDA driver reads it: JITs hand the
     driver NUL-terminated strings and Quadrants' dumps end in a NUL, which
@@ -448,18 +472,7 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
         res["skipped"] = str(e)
         return res
     whole_res = resources(whole) if want_resources else None
-    rel = []
-
-    def relocatable():
-        if not rel:
-            rel.append(relocatable_build(ref, os.path.join(work, "relocatable.cubin"), arch))
-        return rel[0]
-
-    def alone(kernel, built={}):
-        if kernel not in built:
-            built[kernel] = kernel_alone_build(ref, kernel, os.path.join(
-                work, f"alone{len(built)}.cubin"), arch)
-        return built[kernel]
+    refs = References(ref, work, arch)
     cache = os.path.join(work, "cache")
     tc = Taskcache(binary, cache, arch, jobs)
     for mode, extra in modes.items():
@@ -478,12 +491,12 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
         if after["module_misses"] != before["module_misses"] + 1:
             fails.append(f"{mode} cold: not a module miss on an empty cache")
         try:
-            fails += symbol_failures(whole, cold, mode, relocatable, alone)
+            fails += symbol_failures(whole, cold, mode, refs.relocatable, refs.alone)
         except BuildError as e:
             fails.append(f"{mode}: the relocatable reference build failed: {e}")
         if want_resources and mode in ("default", "reloc"):
             try:
-                more = shared_differences(whole, cold, relocatable, alone)[1]
+                more = shared_differences(whole, cold, refs.relocatable, refs.alone)[1]
             except BuildError:
                 more = []
             res["resources"][mode] = compare_resources(whole_res, resources(cold), more)
