@@ -24,7 +24,16 @@
 #   (e) build times: bench/run.py --runs 5 --jobs 16, once per compile backend
 #       and once with whole-program units
 #   (f) tests/gpu/python_gpu_demo.py, when it exists (informational)
-# STEPs for --skip: identity, sass, timing, first, python, bench.
+#   (g) the real-world corpus (tests/realworld: nvcc, clang, NVRTC, numba,
+#       Triton and Quadrants PTX) run with generic arguments under the
+#       whole-module image and taskcache's images in every build mode:
+#       tests/gpu/realworld_identity.py
+#   (h) Triton compiling through TRITON_PTXAS_PATH=taskcache ptxas:
+#       tests/gpu/triton_ptxas_check.py
+#   (i) taskcache run with JITs that hand PTX to the driver (Quadrants,
+#       CuPy, numba-cuda): tests/gpu/intercept_check.py (Quadrants comes
+#       as wheels; a JIT that is not installed is reported, not failed)
+# STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
 # the taskcache builds of (a) with their cache expectations (gpu_run
@@ -109,7 +118,9 @@ COMMON=(--work "$WORK" --log "$LOG" --start "$START")
 
 summary_and_exit() {
     local skipped_steps=()
-    for s in identity sass timing first python bench; do skipped "$s" && skipped_steps+=("$s"); done
+    for s in identity realworld sass timing first python bench triton intercept; do
+        skipped "$s" && skipped_steps+=("$s")
+    done
     # the table is printed last; the files in $OUT are collected first
     (cd "$WORK" && find identity timing first sass -maxdepth 2 -type f \
         \( -name '*.result' -o -name '*.stdout' -o -name '*.stderr' -o -name '*.json' \
@@ -122,6 +133,11 @@ summary_and_exit() {
     [ -f "$WORK/timing.txt" ] && cp "$WORK/timing.txt" "$OUT/timing.txt"
     [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
     [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
+    # the tables of (g), (h) and (i), one file
+    for f in realworld.log triton.log intercept.log; do
+        [ -f "$WORK/$f" ] && { echo "==== $f"; cat "$WORK/$f"; }
+    done > "$OUT/checks.txt"
+    [ -s "$OUT/checks.txt" ] || rm -f "$OUT/checks.txt"
     $PY summary "${COMMON[@]}" --out "$OUT" --skipped ${skipped_steps[@]+"${skipped_steps[@]}"} \
         --not-run ${NOT_RUN[@]+"${NOT_RUN[@]}"}
     local rc=$?
@@ -278,6 +294,27 @@ if skipped identity; then say "(a) SKIPPED on request"; else
         say "(a) the identity step exited with status $? (see the log)"
 fi
 
+# ---- (g) the real-world corpus ---------------------------------------------------------------
+if skipped realworld; then say "(g) SKIPPED on request"
+else
+    say "(g) real-world corpus: generic launches, whole image against every build mode"
+    timeout -k 10 "$(( $(left) > 90 ? $(left) - 30 : 60 ))" python3 tests/gpu/realworld_identity.py \
+        --taskcache "$TASKCACHE" --gpu-run "$GPU_RUN" --out "$WORK" --work "$WORK/realworld" \
+        --jobs "$([ "$JOBS" -gt 8 ] && echo 12 || echo 2)" --build-jobs "$([ "$JOBS" -gt 8 ] && echo 4 || echo 1)" \
+        --deadline "$(step_deadline "${GPU_CHECK_REALWORLD_S:-300}")" \
+        $([ "$DRY" = 1 ] && echo --dry-run) > "$WORK/realworld.log" 2>&1
+    rwrc=$?
+    cat "$WORK/realworld.log" >> "$LOG"
+    tail_log "$WORK/realworld.log" 8
+    rwline=$(grep '^realworld_identity:' "$WORK/realworld.log" | tail -n 1)
+    rwtotal=$(grep '^total ' "$WORK/realworld.log" | tail -n 1 | awk '{print $3 " of " $2 " kernels ran; identical: default " $6 ", reloc " $7 ", unit1 " $8}')
+    notrun=$(grep '^not started' "$WORK/realworld.log" | head -n 1)
+    if [ "$rwrc" = 0 ] && [ -z "$notrun" ]; then res=PASS
+    elif [ "$rwrc" = 0 ]; then res=INCOMPLETE
+    else res=FAIL; fi
+    row "(g) real-world identity" "$res" "${rwline#realworld_identity: }; ${rwtotal}${notrun:+; $notrun}" 1
+fi
+
 # ---- (b) SASS comparison ------------------------------------------------------------------
 CORPUS_PTX=()
 for f in tests/corpus/cuda/*.cu; do
@@ -381,6 +418,35 @@ else
             --backends "${BACKENDS[@]}" "${BACKENDS[0]}-ewp" \
             --report "$WORK/bench-build.txt" || say "(e) the build-time step exited with status $?"
     fi
+fi
+
+
+# ---- (h) Triton through taskcache ptxas --------------------------------------------------------
+if skipped triton; then say "(h) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(h) Triton via taskcache ptxas" "DRY" "needs a GPU" 0
+else
+    say "(h) Triton through TRITON_PTXAS_PATH=taskcache ptxas"
+    timeout -k 10 240 python3 tests/gpu/triton_ptxas_check.py --taskcache "$TASKCACHE" --out "$WORK" \
+        > "$WORK/triton.log" 2>&1
+    trc=$?
+    cat "$WORK/triton.log" >> "$LOG"
+    tail_log "$WORK/triton.log" 10
+    case $trc in 0) res=PASS ;; 2) res=SKIPPED ;; *) res=FAIL ;; esac
+    row "(h) Triton via taskcache ptxas" "$res" "$(grep -E '^(first|second|bundled) ' "$WORK/triton.log" | awk '{print $1 ": " $4 " built, " $5 " hits, " $6 " compiled"}' | tr '\n' ';')" 1
+fi
+
+# ---- (i) taskcache run: JITs that hand PTX to the driver ----------------------------------------
+if skipped intercept; then say "(i) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(i) taskcache run" "DRY" "needs a GPU" 0
+else
+    say "(i) taskcache run with Quadrants, CuPy, numba-cuda (tests/gpu/intercept_check.py)"
+    timeout -k 10 "$(( $(left) > 90 ? $(left) - 20 : 70 ))" python3 tests/gpu/intercept_check.py \
+        --taskcache "$TASKCACHE" --out "$WORK" ${GPU_CHECK_INTERCEPT_ARGS:-} > "$WORK/intercept.log" 2>&1
+    irc=$?
+    cat "$WORK/intercept.log" >> "$LOG"
+    tail_log "$WORK/intercept.log" 30
+    case $irc in 0) res=PASS ;; 2) res=INCOMPLETE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(i) taskcache run" "$res" "exit $irc; $(grep -c PROBLEM "$WORK/intercept.log") problem(s), $(grep -c 'not installed' "$WORK/intercept.log") JIT(s) missing; table in checks.txt" 1
 fi
 
 summary_and_exit

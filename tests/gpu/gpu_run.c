@@ -36,7 +36,9 @@
  *                                               kernel, and that each launch's argument sizes
  *                                               match the image's .nv.info parameter records
  *   other options: --dump DIR (raw bytes of every recorded object), --allow-uncovered
- *   (do not fail when the image has kernels the spec never launches), --device N.
+ *   (do not fail when the image has kernels the spec never launches), --record-args
+ *   (after a launch, record only the buffers passed to it, and the globals: for specs
+ *   that give every launch buffers of its own), --device N.
  *
  * Exit status: 0 success; 1 a check failed (build expectation, spec does not
  * match the kernels, a kernel of the image is not covered, build error);
@@ -895,11 +897,11 @@ static void parse_spec(spec *sp, const char *path)
         char *hash = strchr(p, '#');
         if (hash)
             *hash = 0;
-        char *tok[64];
+        char *tok[260]; /* a launch line: up to 256 arguments (argv_ in main) */
         int ntok = 0;
         char *save = NULL;
         for (char *t = strtok_r(p, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
-            if (ntok == 64)
+            if (ntok == 260)
                 spec_error("too many words on one line");
             tok[ntok++] = t;
         }
@@ -1097,7 +1099,7 @@ typedef struct options {
     int time_reps;
     const char *compare[MAX_COMPARE]; /* --compare images, timed against the first module */
     int ncompare;
-    int first_launch, check_spec, build_only, allow_uncovered, device;
+    int first_launch, check_spec, build_only, allow_uncovered, record_args, device;
 } options;
 
 _Noreturn static void usage(void)
@@ -1109,6 +1111,7 @@ _Noreturn static void usage(void)
           "          --seed S --out RESULT.txt\n"
           "  gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt\n"
           "  ... [--time REPS [--compare IMAGE]...] [--first-launch [--kernel NAME]] [--dump DIR] [--allow-uncovered]\n"
+          "          [--record-args]\n"
           "  gpu_run --spec auto --ptx-jit IN.ptx --first-launch\n"
           "  gpu_run --spec FILE.spec --check-spec\n"
           "  gpu_run --spec F --ptx IN.ptx --cache DIR --build-only [--write-image OUT.cubin]\n"
@@ -1206,6 +1209,8 @@ static void parse_options(int argc, char **argv, options *o)
             o->build_only = 1;
         else if (!strcmp(a, "--allow-uncovered"))
             o->allow_uncovered = 1;
+        else if (!strcmp(a, "--record-args"))
+            o->record_args = 1;
         else if (!strcmp(a, "--device"))
             o->device = atoi(NEXT());
         else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -1622,6 +1627,15 @@ static void dump_object(const char *dir, size_t idx, const char *kind, const cha
         die(2, "cannot write %s: %s", path, strerror(errno));
 }
 
+/* Whether launch l passes buffer b as an argument. */
+static int launch_passes(const launch *l, size_t b)
+{
+    for (size_t a = 0; a < l->nargs; a++)
+        if (l->args[a].kind == ARG_BUF && l->args[a].index == b)
+            return 1;
+    return 0;
+}
+
 static void record(spec *sp, const options *o, size_t idx, const launch *l)
 {
     size_t cap = 0;
@@ -1633,6 +1647,8 @@ static void record(spec *sp, const options *o, size_t idx, const launch *l)
             const char *name, *tname;
             size_t bytes, count;
             CUdeviceptr p;
+            if (pass == 0 && o->record_args && !launch_passes(l, i))
+                continue;
             if (pass == 0) {
                 buffer *b = &sp->bufs[i];
                 name = b->name, tname = b->type->name, bytes = buf_bytes(b), count = b->count;
@@ -2006,7 +2022,8 @@ int main(int argc, char **argv)
         names_free(&g);
         free(input);
         spec_free(&sp);
-        fclose(g_result);
+        if (g_result)
+            fclose(g_result);
         return bad ? 1 : 0;
     }
 
