@@ -136,3 +136,102 @@ def test_membar_edit_compiles_and_changes_one_kernel(tmp_path):
     subprocess.run([PTXAS, "-arch=sm_90", edited, "-o", b], check=True)
     ca, cb = gpu_check.cubin_code(str(a)), gpu_check.cubin_code(str(b))
     assert [k for k in ca if ca[k] != cb.get(k)] == [kernel]
+
+
+# ---- tests/gpu/realworld_identity.py: the real-world corpus on the GPU -----------------------
+
+RW_SCRIPT = GPU_DIR / "realworld_identity.py"
+
+
+def realworld_identity(tmp_path, *args, gpu_run_bin=GPU_RUN, env=ENV):
+    return subprocess.run([sys.executable, str(RW_SCRIPT), "--taskcache", TASKCACHE, "--gpu-run",
+                           str(gpu_run_bin), "--no-nvrtc", "--jobs", "2", "--build-jobs", "1",
+                           "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"),
+                           *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_realworld_launches_follow_each_kernels_ptx():
+    """Arguments come from the signature; the block is the one the kernel was
+    compiled for; a kernel that uses an `.extern .shared` array (Triton's
+    `.align 16 .b8 global_smem[]`) gets dynamic shared memory."""
+    sys.path.insert(0, str(GPU_DIR))
+    import realworld_identity as rw
+    text = """
+.extern .shared .align 16 .b8 global_smem[];
+.visible .entry tri(.param .u64 .ptr .global .align 1 tri_param_0, .param .u32 tri_param_1,
+                    .param .f32 tri_param_2)
+.reqntid 128
+{ mov.b32 %r1, global_smem; ret; }
+.visible .entry cub(.param .u64 cub_param_0, .param .u64 cub_param_1,
+                    .param .align 8 .b8 cub_param_2[24])
+.maxntid 256, 1, 1
+{ ld.param.u64 %rd1, [cub_param_0]; cvta.to.global.u64 %rd2, %rd1;
+  ld.param.u64 %rd3, [cub_param_1]; setp.lt.u64 %p1, %rd3, 5; ret; }
+.visible .entry decl(.param .u32 x);
+"""
+    launches = {k: (d, l) for k, d, l in rw.module_launches(text)}
+    assert sorted(launches) == ["cub", "tri"]  # a declaration is no kernel to run
+    decls, line = launches["tri"]
+    assert "block=128 " in line and f"shmem={rw.DYNAMIC_SHARED} " in line
+    assert line.endswith(f"@k0_p0 u32:{rw.INT_VALUE} f32:0.5")
+    decls, line = launches["cub"]
+    # cub_param_0 is used as an address, cub_param_1 is compared: a pointer and a count
+    assert "block=256,1,1 " in line and "shmem=0 " in line
+    assert line.endswith(f"@k1_p0 u64:{rw.INT_VALUE} blob:k1_p2")
+    assert decls == [f"buf k1_p0 f32 {rw.BUF_FLOATS} in", "blob k1_p2 24"]
+
+
+def test_realworld_specs_match_the_images(tmp_path):
+    """Without a GPU: every generated launch of these modules passes the
+    number and sizes of parameters the whole-module image records."""
+    p = realworld_identity(tmp_path, "--dry-run", "--only", "triton/single_softmax*",
+                           "--only", "numba/single_energy_04", "--only", "nvcc-llmc/dev_softmax_forward",
+                           "--only", "nvcc-cccl/cub_select_hist")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "realworld_identity: 4 modules, 0 failure(s)" in p.stdout, p.stdout
+
+
+FAKE_GPU_RUN = r'''#!/usr/bin/env python3
+# stands in for gpu_run: kernel 1 of the module faults under every image,
+# kernel 0 leaves other bytes under the image named DIFFER
+import hashlib, os, sys
+a = sys.argv
+spec, out, image = (a[a.index(o) + 1] for o in ("--spec", "--out", "--image"))
+f = open(out, "w")
+for i, words in enumerate((l.split() for l in open(spec) if l.startswith("launch")), 1):
+    k = words[1]
+    f.write(f"launch {i} {k} grid=8\n")
+    f.flush()
+    if "kernel2" in k:
+        sys.exit("gpu_run: error: cuCtxSynchronize: illegal address")
+    extra = "x" if os.path.basename(image) == os.environ["DIFFER"] and "kernel1" in k else ""
+    for w in words[5:]:
+        if w.startswith("@"):
+            h = hashlib.sha256((k + w + extra).encode()).hexdigest()
+            f.write(f"after {i} {k} buf {w[1:]} f32 65536 {h}\n")
+f.write("status ok\n")
+'''
+
+
+@pytest.mark.parametrize("differ", ["none", "reloc.cubin"])
+def test_realworld_runner_tells_failures_from_kernels_that_cannot_run(tmp_path, differ):
+    """A kernel that faults under the whole-module image too is reported as
+    not runnable, not as a failure; a kernel whose bytes differ under one of
+    taskcache's images fails the run and is named."""
+    fake = tmp_path / "fake_gpu_run"
+    fake.write_text(FAKE_GPU_RUN)
+    fake.chmod(0o755)
+    p = realworld_identity(tmp_path, "--only", "nvcc-llmc/dev_gelu_forward", gpu_run_bin=fake,
+                           env=dict(ENV, DIFFER=differ))
+    row = next(l for l in p.stdout.splitlines() if l.startswith("nvcc-llmc/dev_gelu_forward "))
+    # kernels, compared, fault/hang, nondet, outside, codegen, default, reloc, unit1
+    cells = row.split()[1:]
+    assert cells[:6] == ["2", "1", "1", "0", "0", "0"], row
+    if differ == "none":
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert cells[6:] == ["1/1", "1/1", "1/1"], row
+    else:
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert cells[6:] == ["1/1", "0/1", "1/1"], row
+        assert "FAIL nvcc-llmc/dev_gelu_forward: reloc: _Z20gelu_forward_kernel1" in p.stdout, p.stdout

@@ -38,7 +38,9 @@
  *   other options: --dump DIR (raw bytes of every recorded object), --allow-uncovered
  *   (do not fail when the image has kernels the spec never launches), --record-args
  *   (after a launch, record only the buffers passed to it, and the globals: for specs
- *   that give every launch buffers of its own), --device N.
+ *   that give every launch buffers of its own), --pad-bytes N (allocate N bytes before
+ *   the buffers, so that they lie elsewhere: a kernel whose results change reads or
+ *   writes outside its buffers), --device N.
  *
  * Exit status: 0 success; 1 a check failed (build expectation, spec does not
  * match the kernels, a kernel of the image is not covered, build error);
@@ -1100,6 +1102,7 @@ typedef struct options {
     const char *compare[MAX_COMPARE]; /* --compare images, timed against the first module */
     int ncompare;
     int first_launch, check_spec, build_only, allow_uncovered, record_args, device;
+    size_t pad_bytes; /* --pad-bytes: allocated before the buffers, to move them */
 } options;
 
 _Noreturn static void usage(void)
@@ -1111,7 +1114,7 @@ _Noreturn static void usage(void)
           "          --seed S --out RESULT.txt\n"
           "  gpu_run --spec FILE.spec|auto --image IN.cubin --seed S --out RESULT.txt\n"
           "  ... [--time REPS [--compare IMAGE]...] [--first-launch [--kernel NAME]] [--dump DIR] [--allow-uncovered]\n"
-          "          [--record-args]\n"
+          "          [--record-args] [--pad-bytes N]\n"
           "  gpu_run --spec auto --ptx-jit IN.ptx --first-launch\n"
           "  gpu_run --spec FILE.spec --check-spec\n"
           "  gpu_run --spec F --ptx IN.ptx --cache DIR --build-only [--write-image OUT.cubin]\n"
@@ -1211,6 +1214,8 @@ static void parse_options(int argc, char **argv, options *o)
             o->allow_uncovered = 1;
         else if (!strcmp(a, "--record-args"))
             o->record_args = 1;
+        else if (!strcmp(a, "--pad-bytes"))
+            o->pad_bytes = (size_t)strtoull(NEXT(), NULL, 0);
         else if (!strcmp(a, "--device"))
             o->device = atoi(NEXT());
         else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -2177,6 +2182,9 @@ int main(int argc, char **argv)
         if (stat(o.dump, &st) != 0 || !S_ISDIR(st.st_mode))
             die(2, "cannot create --dump directory %s", o.dump);
     }
+    CUdeviceptr pad = 0;
+    if (o.pad_bytes)
+        CU(D(cuMemAlloc)(&pad, o.pad_bytes));
     alloc_and_init(&sp, &mi, o.seed, 1);
 
     if (o.time_reps) {
@@ -2218,6 +2226,8 @@ int main(int argc, char **argv)
     result_line(failed ? "status FAIL checks" : "status ok");
     for (size_t i = 0; i < sp.nbufs; i++)
         CU(D(cuMemFree)(sp.bufs[i].dptr));
+    if (pad)
+        CU(D(cuMemFree)(pad));
     tc_module_unload(mi.mod);
     if (b.result)
         tc_result_free(b.result);

@@ -41,6 +41,7 @@ differs, 1 when one does (or a build or spec failed), 2 on a usage error.
 """
 
 import argparse
+import collections
 import concurrent.futures
 import fnmatch
 import json
@@ -70,7 +71,7 @@ CHUNK = 16                   # launches per gpu_run process while finding which 
 
 ENTRY_HEAD = re.compile(r"(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.%]+)\s*\(")
 NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
-EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\s+(?:\.\w+\s+)*\.\w+\s+([\w$.%]+)\s*\[")
+EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?(?:\.\w+\s+)*?\.\w+\s+([\w$.%]+)\s*\[")
 
 
 class Param:
@@ -145,14 +146,12 @@ def launch_lines(index, name, params, head, body, extern_shared):
             args.append(f"@{tag}")
         else:
             args.append(SCALAR.get(p.type, f"u32:{INT_VALUE}"))
+    # the block the kernel was compiled for (CUB's and llm.c's launch bounds
+    # are their block sizes: a smaller block leaves items unloaded)
     block = DEFAULT_BLOCK
     n = NTID.search(head)
     if n:
-        dims = [int(x) for x in n.groups()[1:] if x]
-        total = 1
-        for d in dims:
-            total *= d
-        block = ",".join(str(d) for d in dims) if n.group(1) == "reqntid" else min(total, DEFAULT_BLOCK)
+        block = ",".join(x for x in n.groups()[1:] if x)
     shmem = DYNAMIC_SHARED if any(re.search(r"\b" + re.escape(s) + r"\b", body)
                                   for s in extern_shared) else 0
     return decls, f"launch {name} grid={GRID} block={block} shmem={shmem} " + " ".join(args)
@@ -184,14 +183,14 @@ AFTER = re.compile(r"^after \d+ (\S+) buf (\S+) \S+ \d+ ([0-9a-f]{64})$")
 LAUNCHED = re.compile(r"^launch \d+ (\S+) ")
 
 
-def run_once(args, image, launches, work, tag, timeout):
+def run_once(args, image, launches, work, tag, timeout, extra=()):
     """One gpu_run process over `launches`: ({kernel: {buffer: sha}} of the
     kernels that completed, the kernel that stopped the run or None, why)."""
     spec = os.path.join(work, f"{tag}.spec")
     lines = write_spec(spec, launches)
     out = os.path.join(work, f"{tag}.result")
     cmd = [args.gpu_run, "--spec", spec, "--image", image, "--seed", str(SEED), "--out", out,
-           "--allow-uncovered", "--record-args"]
+           "--allow-uncovered", "--record-args", *extra]
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
         rc, err = p.returncode, p.stderr.decode(errors="replace")
@@ -226,7 +225,7 @@ def run_once(args, image, launches, work, tag, timeout):
     return done, culprit, why
 
 
-def run_all(args, image, launches, work, tag, chunk_size=CHUNK):
+def run_all(args, image, launches, work, tag, chunk_size=CHUNK, extra=()):
     """Runs every launch, restarting after a kernel that stops the run:
     ({kernel: {buffer: sha}}, {kernel: why it did not complete}, fatal)."""
     results, stopped = {}, {}
@@ -235,8 +234,9 @@ def run_all(args, image, launches, work, tag, chunk_size=CHUNK):
     while rest:
         part += 1
         # a few launches per process: a restart allocates the buffers of those only
-        chunk = rest[:chunk_size]
-        done, culprit, why = run_once(args, image, chunk, work, f"{tag}.{part}", args.kernel_timeout)
+        chunk = rest[:max(1, chunk_size)]
+        done, culprit, why = run_once(args, image, chunk, work, f"{tag}.{part}", args.kernel_timeout,
+                                      extra)
         results.update(done)
         if culprit == "":
             return results, stopped, why
@@ -251,19 +251,27 @@ def run_all(args, image, launches, work, tag, chunk_size=CHUNK):
 
 # ---- one module ---------------------------------------------------------------------------
 
+PAD_BYTES = 3 << 20  # moves every buffer by 3 MiB
+
+
+def empty_result(label):
+    return {"module": label, "kernels": 0, "ran": 0, "not_runnable": {},
+            "excluded": {"nondeterministic": [], "outside_buffers": [], "codegen_dependent": []},
+            "modes": {}, "failures": [], "notes": [], "skipped": None}
+
+
 def check_module(args, module):
-    res = {"module": module.label, "kernels": 0, "ran": 0, "not_runnable": {},
-           "nondeterministic": [], "modes": {}, "failures": [], "skipped": None}
+    res = empty_result(module.label)
     work = tempfile.mkdtemp(prefix=module.label.replace("/", "_") + ".", dir=args.work)
     ptx = os.path.join(work, "module.ptx")
     text = module.text()
     with open(ptx, "wb") as f:
         f.write(text)
     arch = rwlib.arch_of(text)
-    ref = rwlib.driver_text(ptx, work)
+    ref_ptx = rwlib.driver_text(ptx, work)
     whole = os.path.join(work, "whole.cubin")
     try:
-        rwlib.whole_build(ref, whole, arch)
+        rwlib.whole_build(ref_ptx, whole, arch)
     except rwlib.BuildError as e:
         res["skipped"] = f"ptxas rejects the module: {e}"
         return res
@@ -276,7 +284,7 @@ def check_module(args, module):
             images[mode] = img
         except rwlib.BuildError as e:
             res["failures"].append(f"{mode}: build failed: {e}")
-    with open(ref, "rb") as f:
+    with open(ref_ptx, "rb") as f:
         launches = module_launches(f.read().decode(errors="replace"))
     res["kernels"] = len(launches)
     if args.dry_run:
@@ -297,19 +305,29 @@ def check_module(args, module):
     ran = [l for l in launches if l[0] in first]
     if not ran:
         return res
-    # 2. twice more with one spec: the reference, and whether it repeats
-    ref_runs = []
-    for tag in ("whole2", "whole3"):
-        done, culprit, why = run_once(args, whole, ran, work, tag, args.kernel_timeout * 2)
-        if culprit is not None:
-            res["failures"].append(f"whole image stopped in {tag} at {culprit or 'start'}: {why}")
-            return res
-        ref_runs.append(done)
-    ref = ref_runs[0]
-    nondet = [k for k, _, _ in ran
-              if not (first.get(k) == ref_runs[0].get(k) == ref_runs[1].get(k))]
-    res["nondeterministic"] = nondet
-    kept = [l for l in ran if l[0] not in nondet]
+    # 2. the reference: the same kernels in one process; then what a kernel's
+    # results depend on besides its code and inputs: a second run (races),
+    # its buffers elsewhere (reads or writes outside them), and the module
+    # compiled another way by NVIDIA's tools, ptxas -c + nvlink (uninitialized
+    # values, whose garbage depends on register allocation)
+    ref, culprit, why = run_once(args, whole, ran, work, "whole2", args.kernel_timeout * 2)
+    if culprit is not None:
+        res["failures"].append(f"whole image stopped at {culprit or 'start'} on a second run: {why}")
+        return res
+    excluded = res["excluded"]
+    excluded["nondeterministic"] = [k for k, _, _ in ran if first.get(k) != ref.get(k)]
+    kept = [l for l in ran if l[0] not in excluded["nondeterministic"]]
+    moved, moved_stop, _ = run_all(args, whole, kept, work, "whole-moved", chunk_size=len(kept),
+                                   extra=("--pad-bytes", str(PAD_BYTES)))
+    excluded["outside_buffers"] = [k for k, _, _ in kept if k in moved_stop or moved.get(k) != ref.get(k)]
+    kept = [l for l in kept if l[0] not in excluded["outside_buffers"]]
+    try:
+        other = rwlib.relocatable_build(ref_ptx, os.path.join(work, "whole-c.cubin"), arch)
+        alt, alt_stop, _ = run_all(args, other, kept, work, "whole-c", chunk_size=len(kept))
+        excluded["codegen_dependent"] = [k for k, _, _ in kept if k in alt_stop or alt.get(k) != ref.get(k)]
+    except rwlib.BuildError as e:
+        res["notes"].append(f"no ptxas -c + nvlink reference: {e}")
+    kept = [l for l in kept if l[0] not in excluded["codegen_dependent"]]
     res["ran"] = len(kept)
     # 3. every taskcache image with the same spec
     for mode, img in images.items():
@@ -333,28 +351,32 @@ def check_module(args, module):
 
 # ---- main ---------------------------------------------------------------------------------
 
+def commonest_reason(r):
+    whys = collections.Counter(re.sub(r"launch \d+ of \S+ \(spec line \d+\) ", "", w)[:160]
+                               for w in r["not_runnable"].values())
+    return f"; commonest reason a kernel did not run: {whys.most_common(1)[0][0]}" if whys else ""
+
+
 def table(results):
-    rows = [f"{'module':<44} {'kernels':>7} {'ran':>5} {'fault/hang':>10} {'nondet':>6} "
-            f"{'default':>8} {'reloc':>8} {'unit1':>8}"]
-    tot = {"kernels": 0, "ran": 0, "stop": 0, "nondet": 0}
-    tot_modes = {m: 0 for m in MODES}
+    cols = ("kernels", "compared", "fault/hang", "nondet", "outside", "codegen", *MODES)
+    rows = [f"{'module':<44} " + " ".join(f"{c:>10}" for c in cols)]
+    tot = collections.Counter()
     for r in results:
         if r["skipped"]:
             rows.append(f"{r['module']:<44} SKIP {r['skipped'][:60]}")
             continue
-        cells = []
+        ex = r["excluded"]
+        nums = {"kernels": r["kernels"], "compared": r["ran"], "fault/hang": len(r["not_runnable"]),
+                "nondet": len(ex["nondeterministic"]), "outside": len(ex["outside_buffers"]),
+                "codegen": len(ex["codegen_dependent"])}
+        cells = [str(nums[c]) for c in cols[:6]]
         for m in MODES:
             mm = r["modes"].get(m)
             cells.append(f"{mm['identical']}/{r['ran']}" if mm else "-")
-            tot_modes[m] += mm["identical"] if mm else 0
-        rows.append(f"{r['module']:<44} {r['kernels']:>7} {r['ran']:>5} {len(r['not_runnable']):>10} "
-                    f"{len(r['nondeterministic']):>6} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8}")
-        tot["kernels"] += r["kernels"]
-        tot["ran"] += r["ran"]
-        tot["stop"] += len(r["not_runnable"])
-        tot["nondet"] += len(r["nondeterministic"])
-    rows.append(f"{'total':<44} {tot['kernels']:>7} {tot['ran']:>5} {tot['stop']:>10} "
-                f"{tot['nondet']:>6} " + " ".join(f"{tot_modes[m]:>8}" for m in MODES))
+            nums[m] = mm["identical"] if mm else 0
+        tot.update(nums)
+        rows.append(f"{r['module']:<44} " + " ".join(f"{c:>10}" for c in cells))
+    rows.append(f"{'total':<44} " + " ".join(f"{tot[c]:>10}" for c in cols))
     return "\n".join(rows)
 
 
@@ -375,6 +397,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build and check the specs only")
     args = ap.parse_args()
     args.work = args.work or tempfile.mkdtemp(prefix="realworld-identity.")
+    os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     modules = rwlib.stored_modules()
     if not args.no_nvrtc:
@@ -397,10 +420,10 @@ def main():
         try:
             r = check_module(args, m)
         except Exception as e:  # a crash of this script is a failure of the module, reported
-            r = {"module": m.label, "kernels": 0, "ran": 0, "not_runnable": {}, "nondeterministic": [],
-                 "modes": {}, "failures": [f"check crashed: {type(e).__name__}: {e}"], "skipped": None}
+            r = empty_result(m.label)
+            r["failures"].append(f"check crashed: {type(e).__name__}: {e}")
         print(f"[{time.time() - t0:6.1f}s] {m.label}: {r['ran']} of {r['kernels']} kernels ran, "
-              f"{len(r['failures'])} failure(s)" +
+              f"{len(r['failures'])} failure(s)" + commonest_reason(r) +
               "".join(f"\n    FAIL {f[:300]}" for f in r["failures"][:5]), flush=True)
         with lock:
             results.append(r)
