@@ -55,6 +55,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "realworld"))
+import ptxitems  # noqa: E402
 import rwlib  # noqa: E402
 
 MODES = {"default": [], "reloc": ["--relocatable-units"], "unit1": ["--unit-cost", "1"]}
@@ -69,7 +70,6 @@ CHUNK = 16                   # launches per gpu_run process while finding which 
 
 # ---- launch specs from PTX signatures ---------------------------------------------------
 
-ENTRY_HEAD = re.compile(r"(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.%]+)\s*\(")
 NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?(?:\.\w+\s+)*?\.\w+\s+([\w$.%]+)\s*\[")
 
@@ -92,20 +92,16 @@ def entries(text):
     """[(name, [Param], header directives, body)] of every kernel defined in
     the module (declarations without a body are skipped)."""
     out = []
-    for m in ENTRY_HEAD.finditer(text):
-        close = text.find(")", m.end())
-        brace = text.find("{", close)
-        semi = text.find(";", close)
-        if close < 0 or brace < 0 or (0 <= semi < brace):
+    for item in ptxitems.split(text):
+        if item.kind != "entry" or not item.is_definition or not item.name:
             continue
-        params = [Param(d) for d in text[m.end():close].split(",") if d.strip()]
-        depth, j = 0, brace
-        while j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        out.append((m.group(1), params, text[close + 1:brace], text[brace:j]))
+        span = ptxitems.body_span(item.text)
+        if span is None:
+            continue
+        head = item.text[:span[0] - 1]
+        close = head.rfind(")")
+        params = [Param(d) for d in head[head.index("(") + 1:close].split(",") if d.strip()]
+        out.append((item.name, params, head[close + 1:], item.text[span[0] - 1:span[1] + 1]))
     return out
 
 

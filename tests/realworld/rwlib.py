@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 
 import elfsyms  # noqa: E402
+import ptxitems  # noqa: E402
 from sass_compare import Elf, find_tool  # noqa: E402
 
 PTXAS = find_tool("ptxas", env_var="TASKCACHE_PTXAS")
@@ -170,30 +171,11 @@ def relocatable_build(ptx, out, arch):
     return out
 
 
-_ENTRY = re.compile(r"(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)")
-
-
 def without_other_kernels(text, keep):
     """The module text with every kernel definition but `keep` removed
     (helpers and data stay: ptxas drops what the kernel does not reach)."""
-    out, pos = [], 0
-    for m in _ENTRY.finditer(text):
-        if m.start() < pos or m.group(1) == keep:
-            continue
-        i, depth = text.find("{", m.end()), 0
-        semi = text.find(";", m.end())
-        if i < 0 or (0 <= semi < i):
-            continue  # a declaration without a body
-        j = i
-        while j < len(text):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-            if depth == 0:
-                break
-        out.append(text[pos:m.start()])
-        pos = j
-    out.append(text[pos:])
-    return "".join(out)
+    return ptxitems.join(it for it in ptxitems.split(text)
+                         if not (it.kind == "entry" and it.is_definition and it.name != keep))
 
 
 def kernel_alone_build(ptx, kernel, out, arch):
