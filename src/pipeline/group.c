@@ -39,6 +39,8 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     manifest m = {NULL, NULL, 0};
     if (!tc_session_read_record(s, TC_REC_GROUP, &g, 1, decode_manifest, undo_manifest, &m))
         return TC_ERR_NOT_FOUND;
+    /* the task records this machine lacks, asked of the remote together */
+    uint8_t *remote = tc_session_prefetch(s, TC_REC_TASK, m.keys, m.n);
     int ok = tc_taskset_init(t, s, m.n) == 0;
     for (size_t i = 0; i < m.n; i++) {
         if (ok) {
@@ -51,14 +53,20 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     }
     free(m.keys);
     free(m.names);
-    if (!ok)
+    if (!ok) {
+        free(remote);
         return TC_ERR_NOMEM;
+    }
     /* accepted only once every task record is found and verified */
     for (size_t i = 0; i < t->n; i++) {
-        if (!tc_payload_read_unit(s, TC_REC_TASK, &t->units[i].u, 1))
+        if ((remote && remote[i] == TC_PREFETCH_ASKED) ||
+            !tc_payload_read_unit(s, TC_REC_TASK, &t->units[i].u, 1)) {
+            free(remote);
             return TC_ERR_NOT_FOUND;
+        }
         t->units[i].u.hit = 1;
     }
+    free(remote);
     if (tc_taskset_module_key(t, version) != 0)
         return TC_ERR_NOMEM;
     s->r->report.unit_hits = (uint32_t)t->n;

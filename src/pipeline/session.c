@@ -233,6 +233,18 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
     return ok;
 }
 
+uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, const tc_digest *keys, size_t n)
+{
+    if (!s->store || !n)
+        return NULL;
+    uint8_t *state = malloc(n);
+    if (state && tc_store_prefetch(s->store, s->o->arch, kind, keys, n, state) == 0) {
+        free(state);
+        state = NULL;
+    }
+    return state;
+}
+
 void tc_unit_clear(tc_unit *u)
 {
     tc_sb_reset(&u->object);

@@ -601,6 +601,39 @@ def test_task_builds_share_the_remote(tmp_path, redis_db):
     assert stats(tmp_path / "b")["remote_hits"] > 0
 
 
+def test_task_records_missing_locally_are_looked_up_together(tmp_path, redis, redis_db):
+    """A task build on a machine with an empty cache asks the remote for the
+    task records it lacks several at a time, each on a connection of its
+    own: the records a group manifest names, and those of tc_build_tasks
+    after the front end ran (one task edited: the manifest misses)."""
+    remote, db = redis_db
+    tasks = ROOT / "examples" / "tasks.txt"
+    edited = tmp_path / "edited.txt"
+    edited.write_text(tasks.read_text().replace("gravity       saxpy 1.0 -9.81",
+                                                "gravity       saxpy 1.0 -9.80"))
+
+    def host(cache, task_file, spec):
+        return subprocess.run([HOST, "--cache-dir", str(tmp_path / cache), str(task_file),
+                               str(tmp_path / f"{cache}.cubin")], capture_output=True, text=True,
+                              env=env(TASKCACHE_REMOTE=spec), check=True).stdout
+
+    host("a", tasks, remote)
+    for cache, task_file, want in (
+            ("b", tasks, "group manifest hit; front end skipped; codegen ran 0 times"),
+            ("c", edited, "group manifest miss; front end ran; codegen ran 1 times")):
+        proxy = rs.FaultProxy(redis.port)
+        proxy.mode = "delay"
+        proxy.delay = 0.02
+        try:
+            out = host(cache, task_file, f"redis://127.0.0.1:{proxy.port}/{db}|read-only")
+        finally:
+            proxy.stop()
+        assert want in out, out
+        assert stats(tmp_path / cache)["remote_hits"] >= 11
+        assert 1 < proxy.connections <= 9, proxy.connections  # 8 readers and the first lookup's
+    assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
+
+
 def test_the_driver_interceptor_shares_the_remote(tmp_path, modules, redis_db):
     build_dir = os.path.dirname(os.path.abspath(TASKCACHE))
     fake_dir = os.path.join(build_dir, "tests", "intercept")
