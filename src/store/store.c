@@ -672,8 +672,9 @@ size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const 
                          size_t n, uint8_t *state)
 {
     size_t ask = 0;
+    int remote_reads = remote_on(st) && !fault("read");
     for (size_t i = 0; i < n; i++) {
-        int remote = remote_on(st) && !fault("read") && !local_exists(st, target, kind, &keys[i]);
+        int remote = remote_reads && !local_exists(st, target, kind, &keys[i]);
         state[i] = remote ? TC_PREFETCH_ASKED : TC_PREFETCH_LOCAL;
         ask += (size_t)remote;
     }
