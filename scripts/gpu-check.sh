@@ -76,7 +76,7 @@ while [ $# -gt 0 ]; do
         --build-dir) BUILD="${2:-}"; shift ;;
         --prebuilt) PREBUILT="${2:-}"; shift ;;
         --jobs) JOBS="${2:-}"; shift ;;
-        -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 0 ;;
         *) echo "gpu-check.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
