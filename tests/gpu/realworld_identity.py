@@ -10,7 +10,7 @@ the bytes each kernel leaves in its buffers must be identical.
 Nobody wrote launch specs for these modules, so the arguments are generic:
 every pointer parameter gets a buffer of its own (256 KiB of random floats in
 [-1, 1)), integers are 16, floats 0.5, by-value structs zero; grid 8, the
-block the kernel asks for (.reqntid / .maxntid) or 128 threads, 48 KiB of
+block the kernel was compiled for (.reqntid / .maxntid) or 128 threads, 48 KiB of
 dynamic shared memory for kernels that use an `.extern .shared` array.
 Since each launch has buffers of its own, kernels are independent of each
 other. A parameter is taken for a pointer when PTX says `.ptr`, or when the
@@ -23,11 +23,14 @@ hang under the whole-module image too. The whole image is therefore run
 first, one gpu_run process per stretch of kernels, restarting after a
 kernel that faults or runs past --kernel-timeout; those kernels are
 reported as not runnable, not failed. The kernels that completed then run
-twice more under the whole image, in one process with one spec, and a
-kernel whose buffers differ between those runs (races, uninitialized reads,
-reads past its buffers) is excluded as nondeterministic. Every remaining
-kernel must leave the same bytes under every taskcache image as under the
-whole image with the same spec; a kernel that faults only under a taskcache
+again under the whole image in one process with one spec: that run is the
+reference. A kernel is set apart, not compared, when its results depend on
+more than its code and inputs: they differ between the two whole-image runs
+(races), with every buffer moved 3 MiB (it reads or writes outside its
+buffers), or under the module compiled by ptxas -c + nvlink (uninitialized
+values, whose garbage follows register allocation). Every remaining kernel
+must leave the same bytes under every taskcache image as under the
+reference, with the same spec; a kernel that faults only under a taskcache
 image is a failure.
 
   python3 tests/gpu/realworld_identity.py --taskcache build/taskcache \\
