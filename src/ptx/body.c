@@ -235,9 +235,7 @@ static int ident_token(tc_body *w, const tc_tok *t, tc_body_tok *out)
     if (w->at_start || w->stmt == STMT_GUARDED) {
         out->stmt_start = (uint8_t)w->at_start;
         if (w->at_start && t->p[0] != '.') {
-            tc_lexer peek = w->lx;
-            tc_tok n = tc_lex_next(&peek);
-            if (tc_tok_punct(&n, ':')) {
+            if (tc_lex_peek_punct(&w->lx, ':')) {
                 out->role = TC_BODY_LABEL; /* the ':' comes next, still at_start */
                 return 1;
             }

@@ -41,6 +41,33 @@ void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line)
     lx->err = NULL;
 }
 
+int tc_lex_peek_punct(const tc_lexer *lx, char c)
+{
+    const char *p = lx->cur, *e = lx->end;
+    for (;;) {
+        while (p < e && (cls[(unsigned char)*p] & C_SPACE))
+            p++;
+        if (p + 1 < e && p[0] == '/' && p[1] == '/') {
+            p += 2;
+            while (p < e && *p != '\n')
+                p++;
+            continue;
+        }
+        if (p + 1 < e && p[0] == '/' && p[1] == '*') {
+            p += 2;
+            while (p + 1 < e && !(p[0] == '*' && p[1] == '/'))
+                p++;
+            if (p + 1 >= e)
+                return 0; /* an unterminated comment: an error token */
+            p += 2;
+            continue;
+        }
+        break;
+    }
+    /* punctuation is any byte no other token starts with */
+    return p < e && *p == c && !(cls[(unsigned char)c] & (C_DIGIT | C_IDSTART)) && c != '"';
+}
+
 tc_tok tc_lex_next(tc_lexer *lx)
 {
     const char *c = lx->cur, *e = lx->end;

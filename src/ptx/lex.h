@@ -36,6 +36,10 @@ typedef struct tc_lexer {
 
 void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line);
 tc_tok tc_lex_next(tc_lexer *lx);
+/* Whether the next token is the punctuation character c (not ':' of "::",
+ * which belongs to a name), without consuming anything: what tc_lex_next
+ * on a copy of the lexer would say, minus making the token. */
+int tc_lex_peek_punct(const tc_lexer *lx, char c);
 
 static inline int tc_tok_is(const tc_tok *t, const char *s)
 {

@@ -17,13 +17,19 @@ static uint32_t hash_bytes(const char *p, size_t n)
 void tc_map_free(tc_map *m)
 {
     free(m->slots);
-    m->slots = NULL;
-    m->cap = m->count = 0;
+    memset(m, 0, sizeof *m);
+}
+
+/* Whether a key of this first byte and length may be present. */
+static int may_hold(const tc_map *m, const char *key, size_t len)
+{
+    unsigned char c = len ? (unsigned char)key[0] : 0;
+    return (m->lens >> (len & 63) & 1) && (m->firsts[c >> 6] >> (c & 63) & 1);
 }
 
 uint32_t *tc_map_get(const tc_map *m, const char *key, size_t len)
 {
-    if (!m->cap)
+    if (!m->cap || !may_hold(m, key, len))
         return NULL;
     uint32_t h = hash_bytes(key, len);
     for (size_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
@@ -69,6 +75,9 @@ int tc_map_put(tc_map *m, const char *key, size_t len, uint32_t value)
         if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
             return 0;
     }
+    unsigned char c = len ? (unsigned char)key[0] : 0;
+    m->firsts[c >> 6] |= 1ull << (c & 63);
+    m->lens |= 1ull << (len & 63);
     m->slots[i].key = key;
     m->slots[i].len = (uint32_t)len;
     m->slots[i].hash = h;

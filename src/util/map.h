@@ -18,6 +18,11 @@ typedef struct tc_map {
     tc_map_slot *slots;
     size_t cap;   /* power of two */
     size_t count;
+    /* The first bytes and the lengths (mod 64) of the keys: most lookups
+     * miss (a function's registers looked up among the module's symbols
+     * and the function's labels), and these answer them without hashing. */
+    uint64_t firsts[4];
+    uint64_t lens;
 } tc_map;
 
 void tc_map_free(tc_map *m);

@@ -1,10 +1,12 @@
 /* Tests of the PTX tokenizer: what users rely on is that comments and
  * strings never produce tokens (so names inside them are not references),
  * that opcodes with "::" stay one token, and that line numbers are right. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
 #include "ptx/lex.h"
+#include "util/map.h"
 
 static char *join_tokens(const char *src)
 {
@@ -78,8 +80,58 @@ static void test_gap(void)
     tc_sb_free(&sb);
 }
 
+/* tc_lex_peek_punct says what the next tc_lex_next would: the body walker
+ * asks it after every name that starts a statement (is it a label?). */
+static void test_peek(void)
+{
+    const char *cases[] = {"L1: bra", "L1 /* c */ :", "L1 // c\n :", "L1 ::x", "L1 /* open",
+                           "L1", "L1 \":\"", "L1 5:", "L1\n\t\r :", "L1 / :", "L1 ;"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_lexer lx;
+        tc_lex_init(&lx, cases[i], strlen(cases[i]), 1);
+        tc_lex_next(&lx); /* the name */
+        tc_lexer copy = lx;
+        tc_tok n = tc_lex_next(&copy);
+        CHECK(tc_lex_peek_punct(&lx, ':') == tc_tok_punct(&n, ':'));
+        CHECK(tc_lex_peek_punct(&lx, ';') == tc_tok_punct(&n, ';'));
+    }
+}
+
+/* The map answers most misses from its first-byte and length masks: keys
+ * of one length modulo 64, the empty key and bytes past 0x7f still work. */
+static void test_map(void)
+{
+    tc_map m = {0};
+    char long1[70], long2[6];
+    memset(long1, 'a', sizeof long1);
+    memset(long2, 'a', sizeof long2); /* 70 and 6 share a length bit */
+    CHECK(tc_map_get(&m, "x", 1) == NULL);
+    CHECK(tc_map_put(&m, long1, sizeof long1, 1) == 1);
+    CHECK(tc_map_put(&m, "", 0, 2) == 1);
+    CHECK(tc_map_put(&m, "\xc3\xa9t", 3, 3) == 1);
+    CHECK(tc_map_get(&m, long2, sizeof long2) == NULL);
+    CHECK(*tc_map_get(&m, long1, sizeof long1) == 1);
+    CHECK(*tc_map_get(&m, "", 0) == 2);
+    CHECK(*tc_map_get(&m, "\xc3\xa9t", 3) == 3);
+    CHECK(tc_map_get(&m, "%r1", 3) == NULL && tc_map_get(&m, "\xc3\xa9u", 3) == NULL);
+    for (unsigned i = 0; i < 300; i++) { /* growing keeps every key and the masks */
+        char *k = malloc(8);
+        snprintf(k, 8, "%c%u", 'A' + i % 50, i);
+        CHECK(tc_map_put(&m, k, strlen(k), i + 10) == 1);
+        CHECK(*tc_map_get(&m, k, strlen(k)) == i + 10);
+    }
+    CHECK(*tc_map_get(&m, long1, sizeof long1) == 1);
+    for (size_t i = 0; i < m.cap; i++)
+        if (m.slots[i].key && m.slots[i].value >= 10)
+            free((char *)m.slots[i].key);
+    tc_map_free(&m);
+    CHECK(m.count == 0 && tc_map_get(&m, "", 0) == NULL);
+}
+
 int main(void)
 {
+    test_peek();
+    test_map();
     test_tokens();
     test_comments_and_strings();
     test_lines();
