@@ -171,54 +171,28 @@ static void put_tokens(writer *w, size_t cut, const tc_ptx_sym *blank)
 
 /* Labels of a function in order of definition, and whether renaming is
  * safe: no name that keeps its own spelling (a register, parameter, module
- * symbol) may start with the reserved prefix. */
+ * symbol) may start with the reserved prefix. The parser finds both as it
+ * walks the body (module.h), so writing a function is one walk. */
 typedef struct labels {
     tc_map map;
     int rename;
 } labels;
 
-static int has_prefix(const tc_tok *t)
+/* The labels of function st in [st->start, cut). Only a whole function
+ * with a body has any: a prototype, or a function without a body, is its
+ * header, which defines no label and declares nothing renamed (parameters
+ * keep their names), so renaming is moot there. */
+static int function_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, size_t cut, labels *l)
 {
-    return t->len >= sizeof TC_CANON_PREFIX - 1 &&
-           !memcmp(t->p, TC_CANON_PREFIX, sizeof TC_CANON_PREFIX - 1);
-}
-
-/* Declarations renamed in order of definition: .local variables (nvcc
- * numbers its __local_depotN by the function's position). Parameters keep
- * their names: ptxas 13.0 crashed on units whose functions shared renamed
- * parameter names with .texref parameters among them. */
-static int renamed_space(uint16_t space) { return space == TC_SPACE_LOCAL; }
-
-static int collect_labels(const tc_ptx_module *m, const tc_ptx_stmt *st, size_t cut,
-                          labels *l)
-{
-    tc_body w;
-    tc_body_init(&w, m->src + st->start, cut - st->start, st->line);
-    tc_body_tok b;
-    uint32_t next = 0;
-    tc_tok kept[8];     /* prefixed names that are renamed only if labels */
-    size_t nkept = 0;
-    l->rename = 1;
-    int rc;
-    while ((rc = tc_body_next(&w, &b)) == 1) {
-        const tc_tok *t = &b.tok;
-        if (b.role == TC_BODY_LABEL) {
-            if (tc_map_put(&l->map, t->p, t->len, next) > 0)
-                next++;
-        } else if ((b.role == TC_BODY_DECL || b.role == TC_BODY_NAME ||
-                    b.role == TC_BODY_CALLEE) && has_prefix(t)) {
-            if (b.local ? !renamed_space(b.space) : b.role != TC_BODY_NAME || nkept == 8)
-                l->rename = 0;
-            else if (!b.local)
-                kept[nkept++] = *t;
-        }
+    if (!st->labels_known || cut != st->end)
+        return 0;
+    l->rename = st->canon_rename;
+    for (uint32_t i = 0; i < st->label_count; i++) {
+        const tc_ptx_label *x = &m->labels[st->label_begin + i];
+        if (tc_map_put(&l->map, m->src + x->off, x->len, i) < 0)
+            return -1;
     }
-    int oom = w.oom || l->map.count < next;
-    tc_body_free(&w);
-    for (size_t i = 0; i < nkept; i++)
-        if (!tc_map_get(&l->map, kept[i].p, kept[i].len))
-            l->rename = 0;
-    return oom ? -1 : 0;
+    return 0;
 }
 
 /* Tokens of function st in [st->start, cut): the whole function, or its
@@ -228,7 +202,7 @@ static void put_function(writer *w, size_t cut)
     const tc_ptx_stmt *st = w->st;
     labels l;
     memset(&l, 0, sizeof l);
-    if (collect_labels(w->m, st, cut, &l) != 0) {
+    if (function_labels(w->m, st, cut, &l) != 0) {
         w->out->text.oom = 1;
         tc_map_free(&l.map);
         return;
@@ -256,7 +230,7 @@ static void put_function(writer *w, size_t cut)
         uint32_t *v;
         int named = k.role == TC_BODY_LABEL || k.role == TC_BODY_DECL ||
                     k.role == TC_BODY_NAME || k.role == TC_BODY_CALLEE;
-        if (l.rename && k.local && named && renamed_space(k.space)) {
+        if (l.rename && k.local && named && tc_canon_renamed_space(k.space)) {
             len = (size_t)snprintf(name, sizeof name, TC_CANON_PREFIX "V%u", k.decl);
             text = name;
         } else if (l.rename && !k.local &&

@@ -789,6 +789,43 @@ static void drop_label_uses(parser *p, const tc_ptx_stmt *st, const tc_map *labe
     m->nrefs = keep;
 }
 
+/* What canon.c needs to know of a function's names before writing it
+ * (module.h): its labels in order of definition, and whether renaming them
+ * and its .local variables is safe. A prefixed name that keeps its
+ * spelling (a register, a parameter, a module symbol) could collide with a
+ * new name; a prefixed operand is harmless only when it is one of the
+ * function's labels (renamed with them), which is known at the end. */
+typedef struct rename_check {
+    tc_tok kept[8];   /* prefixed operands that must turn out to be labels */
+    size_t nkept;
+    int rename;
+} rename_check;
+
+static int has_canon_prefix(const tc_tok *t)
+{
+    return t->len >= sizeof TC_CANON_PREFIX - 1 &&
+           !memcmp(t->p, TC_CANON_PREFIX, sizeof TC_CANON_PREFIX - 1);
+}
+
+static void check_rename(rename_check *r, const tc_body_tok *b)
+{
+    if ((b->role != TC_BODY_DECL && b->role != TC_BODY_NAME && b->role != TC_BODY_CALLEE) ||
+        !has_canon_prefix(&b->tok))
+        return;
+    if (b->local ? !tc_canon_renamed_space(b->space) : b->role != TC_BODY_NAME || r->nkept == 8)
+        r->rename = 0;
+    else if (!b->local)
+        r->kept[r->nkept++] = b->tok;
+}
+
+static int finish_rename(const rename_check *r, const tc_map *labels)
+{
+    for (size_t i = 0; i < r->nkept; i++)
+        if (!tc_map_get(labels, r->kept[i].p, r->kept[i].len))
+            return 0;
+    return r->rename;
+}
+
 /* Walks the function whose body starts at the current token ('{') and
  * records what it references: module symbols named outside the scope of
  * the function's own declarations, as calls or as uses of an address or
@@ -804,10 +841,15 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     uint32_t loc_line = 0; /* the line of the .loc directive being read */
     int want_info = 0;     /* after "function_name" */
     tc_map labels = {0};   /* the function's labels */
+    rename_check rn;
+    memset(&rn, 0, sizeof rn);
+    rn.rename = 1;
+    st->label_begin = (uint32_t)p->m->nlabels;
     tc_body_tok b;
     int rc;
     while (!p->failed && (rc = tc_body_next(&w, &b)) == 1) {
         const tc_tok *t = &b.tok;
+        check_rename(&rn, &b);
         if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)strtoul(t->p, NULL, 0)))
             oom(p);
         want_file = 0;
@@ -850,14 +892,23 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             if (!b.local)
                 add_ref(p, si, t, TC_REF_USE);
             break;
-        case TC_BODY_LABEL:
-            if (tc_map_put(&labels, t->p, t->len, 1) < 0)
+        case TC_BODY_LABEL: {
+            int fresh = tc_map_put(&labels, t->p, t->len, 1);
+            if (fresh < 0 || (fresh && GROW(p->m->labels, p->m->nlabels, p->m->cap_labels))) {
                 oom(p);
+            } else if (fresh) {
+                p->m->labels[p->m->nlabels].off = off(p, t);
+                p->m->labels[p->m->nlabels++].len = (uint32_t)t->len;
+                st->label_count++;
+            }
             break;
+        }
         default:
             break;
         }
         if (w.done && b.role == TC_BODY_CLOSE) {
+            st->canon_rename = (uint8_t)finish_rename(&rn, &labels);
+            st->labels_known = 1;
             drop_label_uses(p, st, &labels);
             end_stmt(p, st, t);
             p->lx.cur = w.lx.cur;
@@ -1208,6 +1259,7 @@ void tc_ptx_module_free(tc_ptx_module *m)
     free(m->refs);
     free(m->params);
     free(m->locfiles);
+    free(m->labels);
     free(m->infos);
     free(m->inforefs);
     tc_map_free(&m->symtab);

@@ -93,6 +93,12 @@ typedef struct tc_ptx_stmt {
                                         .loc directives name, into module inforefs */
     uint32_t cost;      /* functions: number of body statements */
     uint32_t param_begin, param_count; /* entries: into module params */
+    uint32_t label_begin, label_count; /* functions with a body: the labels
+                                          they define, into module labels */
+    uint8_t labels_known; /* the body was walked: label_* and canon_rename hold */
+    uint8_t canon_rename; /* no name of the body that keeps its spelling has
+                             TC_CANON_PREFIX, so canon.c may rename its labels
+                             and .local variables */
     uint32_t param_bytes;
     tc_ptx_perf perf;
 } tc_ptx_stmt;
@@ -121,6 +127,12 @@ typedef struct tc_ptx_info {
     char canon[40];         /* the name units give it, from its bytes */
 } tc_ptx_info;
 
+/* A label of a function, as [off, off + len) of the source. */
+typedef struct tc_ptx_label {
+    size_t off;
+    uint32_t len;
+} tc_ptx_label;
+
 typedef struct tc_ptx_module {
     const char *src;
     size_t len;
@@ -134,6 +146,8 @@ typedef struct tc_ptx_module {
     size_t nparams, cap_params;
     uint32_t *locfiles;
     size_t nlocfiles, cap_locfiles;
+    tc_ptx_label *labels;   /* per function, in order of definition, each once */
+    size_t nlabels, cap_labels;
     tc_map symtab;
     tc_ptx_info *infos;     /* the .debug_str section's entries, in order */
     size_t ninfos, cap_infos;
@@ -172,5 +186,11 @@ void tc_ptx_module_free(tc_ptx_module *m);
 /* Prefix of the canonical names the slicer gives labels, local variables
  * and compiler-named constants. */
 #define TC_CANON_PREFIX "$__tc"
+
+/* Declarations canon.c renames in order of definition: .local variables
+ * (nvcc numbers its __local_depotN by the function's position). Parameters
+ * keep their names: ptxas 13.0 crashed on units whose functions shared
+ * renamed parameter names with .texref parameters among them. */
+static inline int tc_canon_renamed_space(uint16_t space) { return space == TC_SPACE_LOCAL; }
 
 #endif
