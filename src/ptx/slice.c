@@ -100,9 +100,11 @@ struct tc_slicer {
     uint32_t *file_stamp;
     size_t nfiles;
     /* Canonical text of each function as units hold it (entries as they
-     * are, other functions with internal linkage), made on first use:
-     * helpers appear in many units but are canonicalized once. */
+     * are, other functions with internal linkage), made on first use or
+     * ahead of it (tc_slicer_canon_function): helpers appear in many
+     * units but are canonicalized once. */
     tc_piece *memo;
+    u32vec funcs;        /* statements units hold from the memo: entries, copies */
     /* Canonical names of compiler-named constants, or NULL (canon.h). */
     tc_canon_name *names;
     /* Whole-program units (tc_slicer_set_whole_program): the module's
@@ -458,12 +460,17 @@ int tc_slicer_create(const tc_ptx_module *m, tc_slicer **out, char *whybuf, size
     for (size_t i = 0; i < m->nstmts && !s->has_md; i++)
         if (m->stmts[i].kind == TC_STMT_VAR && !is_local_space(m->stmts[i].space))
             s->has_md = 1;
+    /* every function some unit copies is in some entry's closure */
+    memset(tmp, 0, ns * sizeof *tmp);
     for (size_t i = 0; i < s->nentries; i++) {
         closure_free(&c);
         uint32_t idx = (uint32_t)i;
-        if (collect_entries(s, &idx, 1, &c))
+        if (collect_entries(s, &idx, 1, &c) || vpush(&s->funcs, s->entries[i]))
             goto oom;
         s->cost[i] = c.cost > UINT32_MAX ? UINT32_MAX : (uint32_t)c.cost;
+        for (size_t k = 0; k < c.copies.n; k++)
+            if (!tmp[c.copies.v[k]]++ && vpush(&s->funcs, (uint32_t)m->syms[c.copies.v[k]].def))
+                goto oom;
     }
     rc = 0;
     goto done;
@@ -497,6 +504,7 @@ void tc_slicer_free(tc_slicer *s)
     free(s->files);
     free(s->file_stamp);
     vfree(&s->md_funcs);
+    vfree(&s->funcs);
     vfree(&s->header_stmts);
     vfree(&s->consts);
     free(s->const_offset);
@@ -699,17 +707,30 @@ static int emit_stmt(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, in
     return rc;
 }
 
-/* A function as units hold it, from the memo. */
-static int emit_function(tc_slicer *s, tc_text *out, const tc_ptx_stmt *st)
+/* The memo of a function as units hold it, made if need be. */
+static const tc_piece *memo_function(const tc_slicer *s, const tc_ptx_stmt *st)
 {
     tc_piece *p = &s->memo[st - s->m->stmts];
     if (!p->text.len &&
         tc_canon_stmt(s->m, s->names, st, st->is_entry ? TC_CANON_KEEP : TC_CANON_DROP, NULL,
                       p) != 0) {
         tc_piece_free(p);
-        return -1;
+        return NULL;
     }
-    return text_piece(out, p);
+    return p;
+}
+
+static int emit_function(tc_slicer *s, tc_text *out, const tc_ptx_stmt *st)
+{
+    const tc_piece *p = memo_function(s, st);
+    return p ? text_piece(out, p) : -1;
+}
+
+size_t tc_slicer_function_count(const tc_slicer *s) { return s->funcs.n; }
+
+int tc_slicer_canon_function(const tc_slicer *s, size_t i)
+{
+    return memo_function(s, &s->m->stmts[s->funcs.v[i]]) ? 0 : -1;
 }
 
 /* A one-line declaration made of the start of a statement up to `cut`. */

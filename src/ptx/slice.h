@@ -53,6 +53,15 @@ const tc_ptx_stmt *tc_slicer_entry(const tc_slicer *s, size_t i);
  * function copied into its slice. */
 uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
 
+/* The functions units hold (every entry, every function some unit
+ * copies), and the canonical text of the i-th of them made ahead of the
+ * units' emission, which then only assembles such texts. Calls for
+ * different i may run on different threads at once, but not while
+ * anything else uses the slicer. 0 ok, -1 out of memory (the text is then
+ * made again when a unit needs it). */
+size_t tc_slicer_function_count(const tc_slicer *s);
+int tc_slicer_canon_function(const tc_slicer *s, size_t i);
+
 /* Emits a unit holding entries idx[0..n) (indices in name order, sorted
  * ascending). *whole_program is set when the unit may be compiled with
  * whole-program code generation (ptxas -ewp): when it calls or takes the
