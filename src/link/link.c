@@ -95,10 +95,11 @@ static int load_nvjitlink(const char *path, tc_sb *log)
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t done;
-    int state; /* 0 not started, 1 running, 2 finished */
+    int state; /* 0 not started, 1 running, 2 finished, 3 finished and joined */
+    pthread_t thread;
     char path[TC_PATH_MAX];
     char archopt[64];
-} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "", ""};
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "", ""};
 
 /* A forked child has only the thread that forked. Were the fork to land
  * while the prewarm thread runs, the child would wait forever for a thread
@@ -123,6 +124,8 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     pthread_cond_init(&warm.done, NULL); /* the parent's waiters are not here */
+    if (warm.state == 2)
+        warm.state = 3; /* nor its finished thread: nothing to join */
     pthread_mutex_unlock(&jl.lock);
     pthread_mutex_unlock(&warm.lock);
 }
@@ -165,14 +168,9 @@ void tc_linker_prewarm(const tc_linker *l, const char *arch)
     if (warm.state == 0) {
         snprintf(warm.path, sizeof warm.path, "%s", l->path);
         snprintf(warm.archopt, sizeof warm.archopt, "-arch=%s", arch);
-        pthread_t t;
-        pthread_attr_t attr;
         warm.state = 1;
-        if (pthread_attr_init(&attr) != 0 ||
-            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) != 0 ||
-            pthread_create(&t, &attr, prewarm_thread, NULL) != 0)
+        if (pthread_create(&warm.thread, NULL, prewarm_thread, NULL) != 0)
             warm.state = 0; /* no thread: the link pays, as without this */
-        pthread_attr_destroy(&attr);
     }
     pthread_mutex_unlock(&warm.lock);
 }
@@ -183,7 +181,15 @@ void tc_linker_prewarm_wait(void)
     pthread_mutex_lock(&warm.lock);
     while (warm.state == 1)
         pthread_cond_wait(&warm.done, &warm.lock);
+    /* The first waiter after it finished joins the thread: once a call
+     * returns, no thread of ours is still exiting (a detached one could
+     * still hold what dlopen allocated when a leak checker looked). */
+    int join = warm.state == 2;
+    if (join)
+        warm.state = 3;
     pthread_mutex_unlock(&warm.lock);
+    if (join)
+        pthread_join(warm.thread, NULL);
 }
 
 static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
