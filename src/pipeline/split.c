@@ -128,26 +128,18 @@ static void store_unit(tc_ptx_job *j, tc_split_unit *x)
 
 /* ---- keys and lookups -------------------------------------------------------- */
 
-/* Local misses are looked up in the remote at once (tc_store_prefetch):
+/* Local misses are looked up in the remote together (tc_session_prefetch):
  * state[i] says what that found for unit i, or is NULL without a remote. */
 static uint8_t *prefetch_units(tc_ptx_job *j)
 {
-    tc_session *s = j->s;
-    if (explaining(j) || !unit_tier(j) || !s->store || !j->nunits)
+    if (explaining(j) || !unit_tier(j) || !j->nunits)
         return NULL;
     tc_digest *keys = malloc(j->nunits * sizeof *keys);
-    uint8_t *state = malloc(j->nunits);
-    if (keys && state) {
-        for (size_t i = 0; i < j->nunits; i++)
-            keys[i] = j->units[i].u.key;
-        if (tc_store_prefetch(s->store, s->o->arch, TC_REC_UNIT, keys, j->nunits, state) == 0) {
-            free(state);
-            state = NULL;
-        }
-    } else {
-        free(state);
-        state = NULL;
-    }
+    if (!keys)
+        return NULL;
+    for (size_t i = 0; i < j->nunits; i++)
+        keys[i] = j->units[i].u.key;
+    uint8_t *state = tc_session_prefetch(j->s, TC_REC_UNIT, keys, j->nunits);
     free(keys);
     return state;
 }
