@@ -41,12 +41,17 @@ void tc_lex_init(tc_lexer *lx, const char *p, size_t n, uint32_t first_line)
     lx->err = NULL;
 }
 
-int tc_lex_peek_punct(const tc_lexer *lx, char c)
+/* Skips spaces and comments from p: where the next token starts, counting
+ * newlines into *line. NULL for an unterminated comment, with *comment_line
+ * the line it starts on. */
+static const char *skip_blank(const char *p, const char *e, uint32_t *line,
+                              uint32_t *comment_line)
 {
-    const char *p = lx->cur, *e = lx->end;
     for (;;) {
-        while (p < e && (cls[(unsigned char)*p] & C_SPACE))
+        while (p < e && (cls[(unsigned char)*p] & C_SPACE)) {
+            *line += *p == '\n';
             p++;
+        }
         if (p + 1 < e && p[0] == '/' && p[1] == '/') {
             p += 2;
             while (p < e && *p != '\n')
@@ -54,57 +59,45 @@ int tc_lex_peek_punct(const tc_lexer *lx, char c)
             continue;
         }
         if (p + 1 < e && p[0] == '/' && p[1] == '*') {
+            *comment_line = *line;
             p += 2;
-            while (p + 1 < e && !(p[0] == '*' && p[1] == '/'))
+            while (p + 1 < e && !(p[0] == '*' && p[1] == '/')) {
+                *line += *p == '\n';
                 p++;
+            }
             if (p + 1 >= e)
-                return 0; /* an unterminated comment: an error token */
+                return NULL;
             p += 2;
             continue;
         }
-        break;
+        return p;
     }
-    /* punctuation is any byte no other token starts with */
-    return p < e && *p == c && !(cls[(unsigned char)c] & (C_DIGIT | C_IDSTART)) && c != '"';
+}
+
+int tc_lex_peek_punct(const tc_lexer *lx, char c)
+{
+    uint32_t line = lx->line, comment_line;
+    const char *p = skip_blank(lx->cur, lx->end, &line, &comment_line);
+    /* punctuation is any byte no other token starts with (an unterminated
+     * comment is an error token) */
+    return p && p < lx->end && *p == c && !(cls[(unsigned char)c] & (C_DIGIT | C_IDSTART)) &&
+           c != '"';
 }
 
 tc_tok tc_lex_next(tc_lexer *lx)
 {
-    const char *c = lx->cur, *e = lx->end;
+    const char *e = lx->end;
     tc_tok t;
-    for (;;) {
-        while (c < e && (cls[(unsigned char)*c] & C_SPACE)) {
-            if (*c == '\n')
-                lx->line++;
-            c++;
-        }
-        if (c + 1 < e && c[0] == '/' && c[1] == '/') {
-            c += 2;
-            while (c < e && *c != '\n')
-                c++;
-            continue;
-        }
-        if (c + 1 < e && c[0] == '/' && c[1] == '*') {
-            uint32_t start_line = lx->line;
-            c += 2;
-            while (c + 1 < e && !(c[0] == '*' && c[1] == '/')) {
-                if (*c == '\n')
-                    lx->line++;
-                c++;
-            }
-            if (c + 1 >= e) {
-                lx->cur = e;
-                lx->err = "unterminated /* comment";
-                t.kind = TK_ERROR;
-                t.line = start_line;
-                t.p = e;
-                t.len = 0;
-                return t;
-            }
-            c += 2;
-            continue;
-        }
-        break;
+    uint32_t comment_line = 0;
+    const char *c = skip_blank(lx->cur, e, &lx->line, &comment_line);
+    if (!c) {
+        lx->cur = e;
+        lx->err = "unterminated /* comment";
+        t.kind = TK_ERROR;
+        t.line = comment_line;
+        t.p = e;
+        t.len = 0;
+        return t;
     }
     t.line = lx->line;
     t.p = c;
