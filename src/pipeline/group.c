@@ -39,8 +39,6 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     manifest m = {NULL, NULL, 0};
     if (!tc_session_read_record(s, TC_REC_GROUP, &g, 1, decode_manifest, undo_manifest, &m))
         return TC_ERR_NOT_FOUND;
-    /* the task records this machine lacks, asked of the remote together */
-    uint8_t *remote = tc_session_prefetch(s, TC_REC_TASK, m.keys, m.n);
     int ok = tc_taskset_init(t, s, m.n) == 0;
     for (size_t i = 0; i < m.n; i++) {
         if (ok) {
@@ -53,10 +51,9 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     }
     free(m.keys);
     free(m.names);
-    if (!ok) {
-        free(remote);
+    if (!ok)
         return TC_ERR_NOMEM;
-    }
+    uint8_t *remote = tc_taskset_prefetch(t);
     /* accepted only once every task record is found and verified */
     for (size_t i = 0; i < t->n; i++) {
         if ((remote && remote[i] == TC_PREFETCH_ASKED) ||

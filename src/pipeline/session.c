@@ -233,15 +233,26 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
     return ok;
 }
 
-uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, const tc_digest *keys, size_t n)
+uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind,
+                             const tc_unit *(*unit)(const void *ctx, size_t i), const void *ctx,
+                             size_t n)
 {
     if (!s->store || !n)
         return NULL;
+    tc_digest *keys = malloc(n * sizeof *keys);
     uint8_t *state = malloc(n);
-    if (state && tc_store_prefetch(s->store, s->o->arch, kind, keys, n, state) == 0) {
+    if (keys && state) {
+        for (size_t i = 0; i < n; i++)
+            keys[i] = unit(ctx, i)->key;
+        if (tc_store_prefetch(s->store, s->o->arch, kind, keys, n, state) == 0) {
+            free(state);
+            state = NULL;
+        }
+    } else {
         free(state);
         state = NULL;
     }
+    free(keys);
     return state;
 }
 

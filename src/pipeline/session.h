@@ -121,13 +121,15 @@ tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx,
 typedef int (*tc_record_decode_fn)(void *ctx, const char *payload, size_t len);
 int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int first_look,
                            tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx);
-/* Looks the records of kind/keys[i] that this machine lacks up in the
+/* Looks the records of kind/unit(ctx, i)->key that this machine lacks up in the
  * remote tier together, several at a time (tc_store_prefetch), so that the
  * reads that follow find them here instead of asking one after another.
  * NULL without a store or remote, or with nothing to ask; else state[i]
  * (store.h's TC_PREFETCH_*) for the caller to free: TC_PREFETCH_ASKED
  * means the remote has no such record, so a read need not ask again. */
-uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, const tc_digest *keys, size_t n);
+uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind,
+                             const tc_unit *(*unit)(const void *ctx, size_t i), const void *ctx,
+                             size_t n);
 /* Stores a record and counts it, written or not. */
 void tc_session_write_record(tc_session *s, uint32_t kind, const tc_digest *key,
                              const tc_sb *payload);

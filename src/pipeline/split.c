@@ -128,20 +128,18 @@ static void store_unit(tc_ptx_job *j, tc_split_unit *x)
 
 /* ---- keys and lookups -------------------------------------------------------- */
 
+static const tc_unit *unit_at(const void *ctx, size_t i)
+{
+    return &((const tc_ptx_job *)ctx)->units[i].u;
+}
+
 /* Local misses are looked up in the remote together (tc_session_prefetch):
  * state[i] says what that found for unit i, or is NULL without a remote. */
 static uint8_t *prefetch_units(tc_ptx_job *j)
 {
-    if (explaining(j) || !unit_tier(j) || !j->nunits)
+    if (explaining(j) || !unit_tier(j))
         return NULL;
-    tc_digest *keys = malloc(j->nunits * sizeof *keys);
-    if (!keys)
-        return NULL;
-    for (size_t i = 0; i < j->nunits; i++)
-        keys[i] = j->units[i].u.key;
-    uint8_t *state = tc_session_prefetch(j->s, TC_REC_UNIT, keys, j->nunits);
-    free(keys);
-    return state;
+    return tc_session_prefetch(j->s, TC_REC_UNIT, unit_at, j, j->nunits);
 }
 
 static tc_pool_step canon_function(void *ctx, size_t i)
@@ -527,11 +525,6 @@ done:
     free(w.value);
     free(w.found);
     return st;
-}
-
-static const tc_unit *unit_at(const void *ctx, size_t i)
-{
-    return &((const tc_ptx_job *)ctx)->units[i].u;
 }
 
 static tc_status link_units(tc_ptx_job *j)

@@ -119,6 +119,11 @@ static const tc_unit *unit_at(const void *ctx, size_t i)
 
 tc_status tc_taskset_link(tc_taskset *t) { return tc_session_link(t->s, unit_at, t, t->n); }
 
+uint8_t *tc_taskset_prefetch(tc_taskset *t)
+{
+    return tc_session_prefetch(t->s, TC_REC_TASK, unit_at, t, t->n);
+}
+
 void tc_taskset_store_module(tc_taskset *t)
 {
     tc_sb p = TC_SB_INIT;
@@ -457,19 +462,6 @@ static tc_status check_distinct(tc_taskset *t)
 
 /* Names and keys every task; reads every task record (hit or not for the
  * module, each one is verified). */
-/* The task records this machine lacks, asked of the remote together. */
-static uint8_t *prefetch_tasks(tc_taskset *t)
-{
-    tc_digest *keys = malloc(t->n * sizeof *keys);
-    if (!keys)
-        return NULL;
-    for (size_t i = 0; i < t->n; i++)
-        keys[i] = t->units[i].u.key;
-    uint8_t *state = tc_session_prefetch(t->s, TC_REC_TASK, keys, t->n);
-    free(keys);
-    return state;
-}
-
 static tc_status key_and_look_up(tc_taskset *t)
 {
     tc_session *s = t->s;
@@ -489,7 +481,7 @@ static tc_status key_and_look_up(tc_taskset *t)
     if (tc_taskset_module_key(t, t->host->version) != 0)
         return TC_ERR_NOMEM;
     int use_cache = s->store && s->o->unit_tier;
-    uint8_t *remote = use_cache ? prefetch_tasks(t) : NULL;
+    uint8_t *remote = use_cache ? tc_taskset_prefetch(t) : NULL;
     for (size_t i = 0; i < t->n; i++) {
         tc_unit *u = &t->units[i].u;
         int asked_and_missed = remote && remote[i] == TC_PREFETCH_ASKED;
