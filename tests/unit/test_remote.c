@@ -549,13 +549,38 @@ static char *make_dir(void)
     return d;
 }
 
+/* Two machines' stores sharing one (fake) remote: a uploads, b reads. */
+typedef struct machines {
+    char *dir_a, *dir_b;
+    tc_store *a, *b;
+} machines;
+
+static void machines_open(machines *m)
+{
+    m->dir_a = make_dir();
+    m->dir_b = make_dir();
+    m->a = tc_store_open(m->dir_a);
+    m->b = tc_store_open(m->dir_b);
+    fake_reset();
+    CHECK(tc_store_set_remote(m->a, "redis://fake|flush-timeout=5s", why, sizeof why) == 0);
+    CHECK(tc_store_set_remote(m->b, "redis://fake", why, sizeof why) == 0);
+}
+
+static void machines_close(machines *m)
+{
+    tc_store_close(m->a);
+    tc_store_close(m->b);
+    tc_remove_tree(m->dir_a);
+    tc_remove_tree(m->dir_b);
+    free(m->dir_a);
+    free(m->dir_b);
+}
+
 static void test_the_store_verifies_and_keeps_remote_records(void)
 {
-    char *dir_a = make_dir(), *dir_b = make_dir();
-    tc_store *a = tc_store_open(dir_a), *b = tc_store_open(dir_b);
-    fake_reset();
-    CHECK(tc_store_set_remote(a, "redis://fake|flush-timeout=5s", why, sizeof why) == 0);
-    CHECK(tc_store_set_remote(b, "redis://fake", why, sizeof why) == 0);
+    machines m;
+    machines_open(&m);
+    tc_store *a = m.a, *b = m.b;
     CHECK_STR(tc_store_remote(b), "redis://fake:6379");
     tc_digest k1, k2;
     tc_digest_of("one", 3, &k1);
@@ -579,7 +604,7 @@ static void test_the_store_verifies_and_keeps_remote_records(void)
     char hex[65], path[4096], *local = NULL;
     size_t local_len;
     tc_digest_hex(&k1, hex);
-    snprintf(path, sizeof path, "%s/v1/sm_90/u/%.2s/%s", dir_b, hex, hex + 2);
+    snprintf(path, sizeof path, "%s/v1/sm_90/u/%.2s/%s", m.dir_b, hex, hex + 2);
     CHECK(tc_read_file(path, 1, &local, &local_len) == 0);
     char name[128];
     snprintf(name, sizeof name, "sm_90/u/%s", hex);
@@ -624,27 +649,18 @@ static void test_the_store_verifies_and_keeps_remote_records(void)
     }
     CHECK(tc_store_verify(b, 0, &checked, &nbad) == 0);
     CHECK(checked == 1 && nbad == 1);
-    tc_store_close(a);
-    tc_store_close(b);
-    tc_remove_tree(dir_a);
-    tc_remove_tree(dir_b);
-    free(dir_a);
-    free(dir_b);
+    machines_close(&m);
 }
 
-/* A configured remote with a mistake: the store works without it, and
- * says where the mistake is (file and line). */
 /* A machine with an empty cache asks for its missing records several at
  * a time, each lookup on a connection of its own (TC_REMOTE_READERS at
  * most, kept for the next); local records are not asked; a record the
  * remote lacks is reported asked, so that nobody asks again. */
 static void test_prefetch_overlaps_lookups(void)
 {
-    char *dir_a = make_dir(), *dir_b = make_dir();
-    tc_store *a = tc_store_open(dir_a), *b = tc_store_open(dir_b);
-    fake_reset();
-    CHECK(tc_store_set_remote(a, "redis://fake|flush-timeout=5s", why, sizeof why) == 0);
-    CHECK(tc_store_set_remote(b, "redis://fake", why, sizeof why) == 0);
+    machines m;
+    machines_open(&m);
+    tc_store *a = m.a, *b = m.b;
     enum { N = 24 };
     tc_digest keys[N];
     for (int i = 0; i < N; i++) {
@@ -680,14 +696,11 @@ static void test_prefetch_overlaps_lookups(void)
     memset(&c, 0, sizeof c);
     tc_store_take_counts(b, &c);
     CHECK(c.v[TC_C_REMOTE_HITS] == N - 3 && c.v[TC_C_REMOTE_MISSES] == 2);
-    tc_store_close(a);
-    tc_store_close(b);
-    tc_remove_tree(dir_a);
-    tc_remove_tree(dir_b);
-    free(dir_a);
-    free(dir_b);
+    machines_close(&m);
 }
 
+/* A configured remote with a mistake: the store works without it, and
+ * says where the mistake is (file and line). */
 static void test_a_bad_remote_in_the_config_file(void)
 {
     char *dir = make_dir();
