@@ -250,6 +250,7 @@ static int ident_token(tc_body *w, const tc_tok *t, tc_body_tok *out)
         } else if (tc_tok_is(t, ".loc")) {
             w->stmt = STMT_LOC;
             w->loc_line = t->line;
+            w->after_function_name = 0;
         } else if (space >= 0) {
             w->stmt = STMT_DECL;
             w->decl_space = (uint16_t)space;
@@ -293,8 +294,14 @@ int tc_body_next(tc_body *w, tc_body_tok *out)
         new_statement(w); /* .loc ends with its line */
     if (t.kind == TK_PUNCT)
         return punct_token(w, &t, out);
-    if (t.kind == TK_IDENT)
-        return ident_token(w, &t, out);
+    if (t.kind == TK_IDENT) {
+        int rc = ident_token(w, &t, out);
+        if (w->stmt == STMT_LOC && out->role != TC_BODY_OPCODE) {
+            out->inlined = (uint8_t)w->after_function_name;
+            w->after_function_name = tc_tok_is(&t, "function_name");
+        }
+        return rc;
+    }
     out->stmt_start = (uint8_t)w->at_start;
     w->at_start = 0;
     return 1;

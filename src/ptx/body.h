@@ -41,6 +41,9 @@ typedef struct tc_body_tok {
                             (tc_space or TC_BODY_SPACE_*) */
     uint32_t decl;       /* DECL, or local NAME: the declaration's number in
                             order of appearance in the function (from 0) */
+    uint8_t inlined;     /* an identifier right after "function_name" in a
+                            .loc directive: the label of an inlined function's
+                            .debug_str entry */
 } tc_body_tok;
 
 typedef struct tc_body_binding {
@@ -64,6 +67,7 @@ typedef struct tc_body {
     int operand_braces;  /* "{%r1, %r2}" vector operands, initializer braces */
     int pred;            /* inside a leading "@!%p" guard */
     uint32_t loc_line;   /* a .loc directive ends with its line, not ';' */
+    int after_function_name; /* the last identifier of the .loc was "function_name" */
     int done;
     /* scopes: name -> innermost binding (index + 1); bindings of open
      * blocks are a stack, block_base[d] where block d's own begin */

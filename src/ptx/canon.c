@@ -211,18 +211,8 @@ static void put_function(writer *w, size_t cut)
     tc_body_init(&b, w->m->src + st->start, cut - st->start, st->line);
     tc_body_tok k;
     char name[32];
-    uint32_t loc_line = 0; /* the line of the .loc directive being written */
-    int inlined = 0;       /* the name follows "function_name" in it (the parser's rule) */
     while (tc_body_next(&b, &k) == 1) {
         const tc_tok *t = &k.tok;
-        int info = 0;
-        if (k.role == TC_BODY_OPCODE && tc_tok_is(t, ".loc")) {
-            loc_line = t->line;
-            inlined = 0;
-        } else if (loc_line && t->line == loc_line && t->kind == TK_IDENT) {
-            info = inlined;
-            inlined = tc_tok_is(t, "function_name");
-        }
         if (k.role == TC_BODY_HEADER && linkage(w, t))
             continue;
         const char *text = t->p;
@@ -238,7 +228,7 @@ static void put_function(writer *w, size_t cut)
                    (v = tc_map_get(&l.map, t->p, t->len)) != NULL) {
             len = (size_t)snprintf(name, sizeof name, TC_CANON_PREFIX "L%u", *v);
             text = name;
-        } else if (info && (text = info_name(w->m, t)) != NULL) {
+        } else if (k.inlined && (text = info_name(w->m, t)) != NULL) {
             len = strlen(text); /* an inlined function's name in a .loc directive */
         } else if (!k.local && (k.role == TC_BODY_NAME || k.role == TC_BODY_CALLEE) &&
                    (text = module_name(w, t)) != NULL) {

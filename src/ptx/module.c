@@ -838,8 +838,6 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     st->loc_begin = (uint32_t)p->m->nlocfiles;
     uint32_t open_line = p->tok.line;
     int want_file = 0;
-    uint32_t loc_line = 0; /* the line of the .loc directive being read */
-    int want_info = 0;     /* after "function_name" */
     tc_map labels = {0};   /* the function's labels */
     rename_check rn;
     memset(&rn, 0, sizeof rn);
@@ -853,23 +851,17 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
         if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)strtoul(t->p, NULL, 0)))
             oom(p);
         want_file = 0;
-        if (loc_line && t->line == loc_line && t->kind == TK_IDENT) {
-            if (want_info && GROW(p->info_uses, p->ninfo_uses, p->cap_info_uses) == 0)
-                p->info_uses[p->ninfo_uses++] = (struct info_use){(uint32_t)si, *t};
-            else if (want_info)
-                oom(p);
-            want_info = tc_tok_is(t, "function_name");
-        }
+        if (b.inlined && GROW(p->info_uses, p->ninfo_uses, p->cap_info_uses) == 0)
+            p->info_uses[p->ninfo_uses++] = (struct info_use){(uint32_t)si, *t};
+        else if (b.inlined)
+            oom(p);
         switch (b.role) {
         case TC_BODY_END:
             st->cost++;
             break;
         case TC_BODY_OPCODE:
-            if (tc_tok_is(t, ".loc")) {
+            if (tc_tok_is(t, ".loc"))
                 want_file = 1;
-                loc_line = t->line;
-                want_info = 0;
-            }
             break;
         case TC_BODY_DECL:
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
