@@ -2,6 +2,8 @@
 #include "remote/cluster.h"
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +133,53 @@ int tc_cluster_parse_slots(const void *reply, tc_slot_range **ranges, size_t *n)
     *ranges = out;
     *n = k;
     return 0;
+}
+
+/* hiredis 1.0 counts elements in a size_t, 0.14 in an int */
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+typedef size_t array_length;
+#else
+typedef int array_length;
+#endif
+
+/* hiredis's own reply builders, with createArray counting first */
+static redisReplyObjectFunctions bounded;
+static void *(*default_array)(const redisReadTask *, array_length);
+static pthread_once_t bounded_once = PTHREAD_ONCE_INIT;
+
+static void *bounded_array(const redisReadTask *task, array_length elements)
+{
+    size_t *count = task->privdata;
+    if (!task->parent)
+        *count = 0; /* a new reply */
+    if (elements > 0 && (size_t)elements > TC_REDIS_MAX_ELEMENTS - *count) {
+        *count = SIZE_MAX; /* hiredis reports it as out of memory and stops reading */
+        return NULL;
+    }
+    *count += elements > 0 ? (size_t)elements : 0;
+    return default_array(task, elements);
+}
+
+static void init_bounded(void)
+{
+    /* a fresh reader points at hiredis's default builders, which it does not export */
+    redisReader *fresh = redisReaderCreate();
+    if (!fresh)
+        return;
+    bounded = *fresh->fn;
+    default_array = bounded.createArray;
+    bounded.createArray = bounded_array;
+    redisReaderFree(fresh);
+}
+
+void tc_redis_bound_reader(void *reader, size_t *count)
+{
+    pthread_once(&bounded_once, init_bounded);
+    redisReader *r = reader;
+    if (!default_array || !r)
+        return;
+    r->fn = &bounded;
+    r->privdata = count;
 }
 
 int tc_redis_info_field(const char *text, size_t len, const char *name, char *out, size_t cap)

@@ -42,6 +42,20 @@ typedef struct tc_slot_range {
  * or -1 when the answer is not a list of ranges or memory ran out. */
 int tc_cluster_parse_slots(const void *reply, tc_slot_range **ranges, size_t *n);
 
+/* The array elements one reply may hold, all its arrays together. The
+ * largest answer taskcache asks for is CLUSTER SLOTS: at most 16384
+ * ranges of a few elements each. */
+#define TC_REDIS_MAX_ELEMENTS (1u << 20)
+
+/* Makes a hiredis reader (redisReader *) refuse, as a protocol error, a
+ * reply announcing more array elements than TC_REDIS_MAX_ELEMENTS. Without
+ * it hiredis allocates what an array header announces before a byte of it
+ * arrives: "*400000000" from a confused or hostile server costs 3 GiB.
+ * *count (living as long as the reader) holds the elements of the reply
+ * being read, SIZE_MAX after a refusal (which hiredis reports as
+ * REDIS_ERR_OOM). */
+void tc_redis_bound_reader(void *reader, size_t *count);
+
 /* The value of "name:value" in the text of an INFO answer (len bytes),
  * copied into out (cap bytes, cut to fit). 0, or -1 when it has none. */
 int tc_redis_info_field(const char *text, size_t len, const char *name, char *out, size_t cap);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 typedef struct node {
     tc_remote_host host;
     redisContext *c;            /* NULL until connected, or after a failure */
+    size_t reply_elements;      /* array elements of the reply being read (cluster.h) */
 } node;
 
 typedef struct redis {
@@ -89,6 +91,8 @@ static redisReply *call(redisContext *c, int argc, const char **argv, const size
 static tc_remote_outcome connection_failed(node *nd, const char *doing, char *why, size_t n)
 {
     const char *what = nd->c ? nd->c->errstr : "out of memory";
+    if (nd->c && nd->c->err == REDIS_ERR_OOM && nd->reply_elements == SIZE_MAX)
+        what = "its reply announced more array elements than taskcache ever reads";
     snprintf(why, n, "%s %s:%d: %s", doing, nd->host.name, nd->host.port,
              nd->c && nd->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
                  ? "timed out"
@@ -128,6 +132,8 @@ static tc_remote_outcome connect_node(redis *x, node *nd, char *why, size_t n)
                                     tv_of(x->spec->connect_timeout_ms));
     if (!nd->c || nd->c->err)
         return connection_failed(nd, "cannot connect to", why, n);
+    nd->reply_elements = 0;
+    tc_redis_bound_reader(nd->c->reader, &nd->reply_elements);
     redisSetTimeout(nd->c, tv_of(x->spec->timeout_ms));
 #ifdef TC_HAVE_HIREDIS_SSL
     if (x->ssl && redisInitiateSSLWithContext(nd->c, x->ssl) != REDIS_OK)

@@ -214,12 +214,15 @@ http {{
 class FaultProxy:
     """A TCP proxy to 127.0.0.1:target. mode: "pass"; "delay" (each chunk
     waits `delay` seconds); "stall" (accepts, reads, never answers); "drop"
-    (closes every connection at once). `connections` counts accepts."""
+    (closes every connection at once); "answer" (answers every chunk it
+    reads with the bytes `answer`, as a server that is not what it seems).
+    `connections` counts accepts."""
 
     def __init__(self, target):
         self.target = target
         self.mode = "pass"
         self.delay = 0.0
+        self.answer = b""
         self.connections = 0
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -240,7 +243,7 @@ class FaultProxy:
             self.open.append(c)
             if self.mode == "drop":
                 c.close()
-            elif self.mode == "stall":
+            elif self.mode in ("stall", "answer"):
                 threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
             else:
                 try:
@@ -255,7 +258,8 @@ class FaultProxy:
     def _swallow(self, c):
         try:
             while c.recv(65536):
-                pass
+                if self.mode == "answer":
+                    c.sendall(self.answer)
         except OSError:
             pass
 

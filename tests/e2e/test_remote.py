@@ -284,6 +284,25 @@ def test_a_stalled_server_costs_one_timeout(tmp_path, modules, redis):
         proxy.stop()
 
 
+def test_a_server_announcing_a_huge_reply_is_refused_at_once(tmp_path, modules):
+    """A server (or something else on its port) whose answer announces an
+    array of 2 billion elements: hiredis would allocate 16 GB for it before
+    a byte arrived. taskcache refuses the reply, says why, and builds."""
+    proxy = rs.FaultProxy(rs.free_port())
+    proxy.mode = "answer"
+    proxy.answer = b"*2000000000\r\n"
+    try:
+        ptx, ref = modules[1]
+        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
+                       f"redis://127.0.0.1:{proxy.port}|timeout=30s")
+        assert (tmp_path / "o.cubin").read_bytes() == ref
+        w = warnings(stderr)
+        assert len(w) == 1 and "more array elements than taskcache ever reads" in w[0], stderr
+        assert stats(tmp_path / "c")["remote_errors"] == 1
+    finally:
+        proxy.stop()
+
+
 def test_units_missing_locally_are_looked_up_together(tmp_path, modules, redis, redis_db):
     """A machine with an empty cache asks the remote for its units several
     at a time, each lookup on a connection of its own (8 at most), so that a

@@ -46,6 +46,8 @@ static void replies(const uint8_t *data, size_t size)
     redisReader *r = redisReaderCreate();
     if (!r)
         return;
+    size_t elements;
+    tc_redis_bound_reader(r, &elements); /* as redis.c reads replies */
     if (redisReaderFeed(r, (const char *)data, size) == REDIS_OK) {
         void *reply = NULL;
         for (int i = 0; i < 16 && redisReaderGetReply(r, &reply) == REDIS_OK && reply; i++) {
