@@ -101,6 +101,50 @@ tc_status tc_session_use_ptxas(tc_session *s)
     return ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
 }
 
+/* The major release of the session's compiler, from its version line
+ * ("nvPTXCompiler 13.0 ...", or ptxas's "Build cuda_13.0.r13.0/..."); 0
+ * when the line says none. */
+static int compiler_major(const tc_session *s)
+{
+    const char *v = s->compiler_version, *p;
+    if ((p = strstr(v, "nvPTXCompiler ")))
+        return atoi(p + 14);
+    if ((p = strstr(v, "cuda_")))
+        return atoi(p + 5);
+    return 0;
+}
+
+/* A whole-program unit compiles its functions on two threads of the
+ * compiler's own (--split-compile=2): an edit compiles one unit, and the
+ * second core would idle. Its code is the same as on one thread (CUDA
+ * 13.0: every .text section byte-identical, only the tool note names the
+ * option); the object is a function of the unit, whatever the machine, so
+ * the count is fixed rather than taken from the CPUs. A relocatable (-c)
+ * unit does not get it: there the option changes the code. Not for a
+ * compiler older than the one this was checked with, nor when the
+ * options ask for a split-compile of their own. */
+#define EWP_THREADS_OPTION "--split-compile=2"
+#define EWP_THREADS_SINCE 13
+
+static const char *ewp_threads(const tc_session *s)
+{
+    if (s->unit_code != TC_UNIT_CODE_WHOLE_PROGRAM || compiler_major(s) < EWP_THREADS_SINCE)
+        return NULL;
+    for (size_t i = 0; i < s->o->ncopts; i++)
+        if (strstr(s->o->copts[i], "split-compile"))
+            return NULL;
+    return EWP_THREADS_OPTION;
+}
+
+const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n)
+{
+    if (kind == TC_OUT_EWP && s->ewp_threads)
+        snprintf(buf, n, "%s %s", tc_out_option(kind), s->ewp_threads);
+    else
+        snprintf(buf, n, "%s", tc_out_option(kind));
+    return buf;
+}
+
 tc_status tc_session_prepare(tc_session *s)
 {
     const tc_options *o = s->o;
@@ -130,6 +174,7 @@ tc_status tc_session_prepare(tc_session *s)
                      "%s: note: whole-program units need libnvJitLink to link, and it was not "
                      "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
                      s->name);
+    s->ewp_threads = ewp_threads(s);
     s->kc.target = o->arch;
     s->kc.opts = (const char *const *)o->copts;
     s->kc.nopts = o->ncopts;
@@ -143,19 +188,33 @@ tc_status tc_session_prepare(tc_session *s)
 int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
                        const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
 {
-    if (s->in_process)
-        return tc_nvptx_compile(s->o->arch, s->o->copts, s->o->ncopts, kind, text, len,
-                                output, log, exit_code) == 0
-                   ? 0
-                   : (errno = ENOMEM, -1);
+    /* the options' own, then the unit's (tc_session_unit_mode) */
+    size_t nopts = s->o->ncopts;
+    char **opts = malloc((nopts + 1) * sizeof *opts);
+    if (!opts) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (nopts)
+        memcpy(opts, s->o->copts, nopts * sizeof *opts);
+    if (kind == TC_OUT_EWP && s->ewp_threads)
+        opts[nopts++] = (char *)s->ewp_threads;
+    int rc = -1;
+    if (s->in_process) {
+        rc = tc_nvptx_compile(s->o->arch, opts, nopts, kind, text, len, output, log,
+                              exit_code) == 0
+                 ? 0
+                 : (errno = ENOMEM, -1);
+        free(opts);
+        return rc;
+    }
     size_t pl = strlen(ptx_path);
     char *out = malloc(pl + 8), *logp = malloc(pl + 8);
-    int rc = -1;
     if (out && logp) {
         snprintf(out, pl + 8, "%.*s.out", (int)(pl - 4), ptx_path);
         snprintf(logp, pl + 8, "%.*s.log", (int)(pl - 4), ptx_path);
-        tc_ptxas_job job = {.ptxas = s->ptxas, .arch = s->o->arch, .opts = s->o->copts,
-                            .nopts = s->o->ncopts, .kind = kind,
+        tc_ptxas_job job = {.ptxas = s->ptxas, .arch = s->o->arch, .opts = opts,
+                            .nopts = nopts, .kind = kind,
                             .ptx_path = ptx_path, .out_path = out, .log_path = logp};
         rc = tc_ptxas_run(&job);
         *exit_code = rc == 0 ? job.exit_code : -1;
@@ -170,6 +229,7 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
     }
     free(out);
     free(logp);
+    free(opts);
     return rc;
 }
 

@@ -43,6 +43,9 @@ typedef struct tc_session {
     char linker_error[512];
     tc_unit_code unit_code;    /* whole-program or relocatable: the options' choice, where
                                   whole-program units can be linked (libnvJitLink) */
+    const char *ewp_threads;   /* the compiler option that compiles a whole-program unit's
+                                  functions on threads of their own, or NULL (see
+                                  tc_session_prepare) */
     tc_keyctx kc;
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;
@@ -99,6 +102,10 @@ tc_status tc_session_fail(tc_session *s, tc_status code, const char *fmt, ...)
 const char *tc_session_scratch(tc_session *s);
 /* Adds n to one of the call's counters; compile workers call it too. */
 void tc_session_count(tc_session *s, int counter, uint64_t n);
+
+/* The compile options of a unit of that kind beyond the session's own, as
+ * they go into the unit's key (tc_key_unit's mode). */
+const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n);
 
 /* Compiles text (written at ptx_path first for ptxas) with the chosen
  * backend; fills output, log and exit code. 0, or -1 (errno) when the

@@ -204,9 +204,10 @@ static tc_status key_units(tc_ptx_job *j)
     for (size_t i = 0; i < j->nunits; i++) {
         tc_split_unit *x = &j->units[i];
         tc_unit *u = &x->u;
+        char mode[96];
         if (emit(j, x, &x->map) != 0 ||
-            tc_key_unit(&s->kc, tc_out_option(x->kind), x->map.text.data, x->map.text.len,
-                        &u->key) != 0)
+            tc_key_unit(&s->kc, tc_session_unit_mode(s, x->kind, mode, sizeof mode),
+                        x->map.text.data, x->map.text.len, &u->key) != 0)
             return TC_ERR_NOMEM;
         tc_digest_hex(&u->key, u->hex);
         x->cost = x->map.text.len;
@@ -441,8 +442,11 @@ static tc_status slice_keys(tc_ptx_job *j)
         int whole_program = 0;
         int rc = tc_slicer_emit_unit(j->slicer, &idx, 1, &t, &whole_program);
         int ewp = whole_program && j->s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+        char mode[96];
         if (rc == 0)
-            rc = tc_key_unit(&j->s->kc, tc_out_option(ewp ? TC_OUT_EWP : TC_OUT_OBJECT),
+            rc = tc_key_unit(&j->s->kc,
+                             tc_session_unit_mode(j->s, ewp ? TC_OUT_EWP : TC_OUT_OBJECT, mode,
+                                                  sizeof mode),
                              t.text.data, t.text.len, &d);
         tc_text_free(&t);
         if (rc != 0)

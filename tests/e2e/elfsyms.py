@@ -81,8 +81,8 @@ def variables_in(path_or_bytes, section):
     return out
 
 
-def section_sizes(path_or_bytes):
-    """{section name: size in bytes}."""
+def _section_heads(path_or_bytes):
+    """The file's bytes and its sections as (name, type, offset, size)."""
     data = path_or_bytes
     if isinstance(path_or_bytes, str):
         with open(path_or_bytes, "rb") as f:
@@ -92,8 +92,21 @@ def section_sizes(path_or_bytes):
     heads = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
              for i in range(e_shnum)]
     names_off = heads[e_shstrndx][4]
-    return {data[names_off + h[0]:data.index(b"\0", names_off + h[0])].decode("utf-8", "replace"):
-            h[5] for h in heads}
+    return data, [(data[names_off + h[0]:data.index(b"\0", names_off + h[0])]
+                   .decode("utf-8", "replace"), h[1], h[4], h[5]) for h in heads]
+
+
+def section_sizes(path_or_bytes):
+    """{section name: size in bytes}."""
+    return {name: size for name, _, _, size in _section_heads(path_or_bytes)[1]}
+
+
+def sections(path_or_bytes):
+    """{section name: its bytes} (b"" for one that takes no room in the file)."""
+    SHT_NOBITS = 8
+    data, heads = _section_heads(path_or_bytes)
+    return {name: b"" if typ == SHT_NOBITS else data[off:off + size]
+            for name, typ, off, size in heads}
 
 
 def object_counts(path_or_bytes):

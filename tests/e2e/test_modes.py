@@ -293,6 +293,42 @@ def test_whole_program_units_keep_constant_readers_relocatable_when_sizes_are_un
     assert elfsyms.kernels(str(out)) == ["reads", "writes"]
 
 
+def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
+    """A whole-program unit is compiled with --split-compile=2, so that an
+    edit, which compiles one unit, keeps two cores busy. Its code is the
+    one-thread code: every kernel's .text as with --split-compile=1. Relocatable units, whose code the option
+    changes, and whole-module builds do not get it; a split-compile in the
+    user's options replaces it."""
+    if nvjitlink_library() is None:
+        pytest.skip("no libnvJitLink.so in the toolkit")
+    src = os.path.join(corpus_dir(), "helpers.ptx")
+    wrapper, calls = logging_ptxas(tmp_path)
+
+    def unit_calls(out, *extra):
+        for f in (tmp_path / "ptxas-calls").iterdir():
+            f.unlink()
+        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+             "ptxas", "--ptxas", wrapper, *extra])
+        return [args for args, text in calls() if ".entry" in text]
+
+    two, one = tmp_path / "two.cubin", tmp_path / "one.cubin"
+    seen = unit_calls(two, "--whole-program-units")
+    assert seen and all("--split-compile=2" in a.split() for a in seen)
+    seen = unit_calls(one, "--whole-program-units", "-Xptxas", "--split-compile=1")
+    assert seen and all("--split-compile=1" in a.split() and "--split-compile=2" not in a
+                        for a in seen)
+    a, b = elfsyms.sections(str(two)), elfsyms.sections(str(one))
+    texts = [n for n in a if n.startswith(".text.")]
+    assert texts and all(a[n] == b[n] for n in texts)
+    assert all("split-compile" not in x
+               for x in unit_calls(tmp_path / "c.cubin", "--relocatable-units"))
+    for f in (tmp_path / "ptxas-calls").iterdir():
+        f.unlink()
+    run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, "--no-cache",
+         "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"])
+    assert calls() and all("split-compile" not in x for x, _ in calls())
+
+
 def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
     src = os.path.join(corpus_dir(), "clusters.ptx")
     env = dict(os.environ, TASKCACHE_NVJITLINK="none")
