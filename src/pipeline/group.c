@@ -17,10 +17,10 @@ typedef struct manifest {
     size_t n;
 } manifest;
 
-static int decode_manifest(void *ctx, const char *payload, size_t len)
+static int decode_manifest(void *ctx, char **payload, size_t len)
 {
     manifest *m = ctx;
-    return tc_payload_decode_group(payload, len, &m->keys, &m->names, &m->n);
+    return tc_payload_decode_group(*payload, len, &m->keys, &m->names, &m->n);
 }
 
 static void undo_manifest(void *ctx) { (void)ctx; /* a failed decode keeps nothing */ }

@@ -25,7 +25,7 @@ static int module_tier(const tc_ptx_job *j) { return j->s->store && j->s->o->mod
 
 /* ---- module records --------------------------------------------------------- */
 
-static int decode_module(void *ctx, const char *payload, size_t len)
+static int decode_module(void *ctx, char **payload, size_t len)
 {
     tc_result *r = ctx;
     size_t units = 0;

@@ -91,9 +91,9 @@ int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
     return 0;
 }
 
-static int decode_unit(void *ctx, const char *payload, size_t len)
+static int decode_unit(void *ctx, char **payload, size_t len)
 {
-    return tc_payload_decode_unit(payload, len, ctx);
+    return tc_payload_decode_unit(*payload, len, ctx);
 }
 
 static void undo_unit(void *ctx) { tc_unit_clear(ctx); }
@@ -126,24 +126,33 @@ void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, si
         tc_field_put(out, TC_F_LOG, warnings->data, warnings->len);
 }
 
-int tc_payload_decode_module(const char *p, size_t n, tc_result *r, size_t *units)
+/* The image field img (len bytes inside the payload *p) as a buffer of
+ * its own: the payload, the image moved to its front. Called once every
+ * other field is read, since the move overwrites what precedes the
+ * image's end. */
+static char *take_image(char **p, const unsigned char *img, size_t len)
+{
+    char *buf = *p;
+    memmove(buf, img, len);
+    *p = NULL;
+    return buf;
+}
+
+int tc_payload_decode_module(char **p, size_t n, tc_result *r, size_t *units)
 {
     *units = 0;
-    if (alloc_entries(p, n, &r->entries) != 0)
+    if (alloc_entries(*p, n, &r->entries) != 0)
         return -1;
     tc_reader rd;
-    tc_reader_init(&rd, p, n);
+    tc_reader_init(&rd, *p, n);
     uint32_t tag;
-    const unsigned char *f;
-    size_t len;
-    int rc, have_image = 0;
+    const unsigned char *f, *img = NULL;
+    size_t len, img_len = 0;
+    int rc;
     while ((rc = tc_field_next(&rd, &tag, &f, &len)) == 1) {
-        if (tag == TC_F_IMAGE && !have_image) {
-            if (!(r->image = malloc(len ? len : 1)))
-                return -1;
-            memcpy(r->image, f, len);
-            r->image_len = len;
-            have_image = 1;
+        if (tag == TC_F_IMAGE && !img) {
+            img = f;
+            img_len = len;
         } else if (tag == TC_F_ENTRY) {
             if (tc_entry_decode(f, len, &r->entries[r->nentries]) != 0)
                 return -1;
@@ -160,7 +169,11 @@ int tc_payload_decode_module(const char *p, size_t n, tc_result *r, size_t *unit
             tc_sb_append(&r->diag, f, len);
         }
     }
-    return rc == 0 && have_image && !r->diag.oom ? 0 : -1;
+    if (rc != 0 || !img || r->diag.oom)
+        return -1;
+    r->image = take_image(p, img, img_len);
+    r->image_len = img_len;
+    return 0;
 }
 
 void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
@@ -171,11 +184,11 @@ void tc_payload_encode_task_module(const void *image, size_t len, const tc_diges
         tc_field_put(out, TC_F_TASK_KEY, keys[i].b, TC_DIGEST_LEN);
 }
 
-int tc_payload_decode_task_module(const char *p, size_t n, const tc_digest *keys, size_t nkeys,
+int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys, size_t nkeys,
                                   char **image, size_t *len)
 {
     tc_reader rd;
-    tc_reader_init(&rd, p, n);
+    tc_reader_init(&rd, *p, n);
     uint32_t tag;
     const unsigned char *f, *img = NULL;
     size_t flen, img_len = 0, k = 0;
@@ -190,9 +203,9 @@ int tc_payload_decode_task_module(const char *p, size_t n, const tc_digest *keys
             k++;
         }
     }
-    if (rc != 0 || !ok || !img || k != nkeys || !(*image = malloc(img_len ? img_len : 1)))
+    if (rc != 0 || !ok || !img || k != nkeys)
         return -1;
-    memcpy(*image, img, img_len);
+    *image = take_image(p, img, img_len);
     *len = img_len;
     return 0;
 }

@@ -32,15 +32,17 @@ int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u);
 void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, size_t n,
                               const tc_sb *warnings, tc_sb *out);
 /* Decodes a module record into r (image, entries, whole reason, replayed
- * warnings); *units counts the unit keys it names. On -1 the caller
- * clears r (tc_result_clear). */
-int tc_payload_decode_module(const char *p, size_t n, tc_result *r, size_t *units);
+ * warnings); *units counts the unit keys it names. The image is moved to
+ * the front of *p (malloc'd), which becomes r->image: *p is then NULL. On
+ * -1 the caller clears r (tc_result_clear) and frees *p. */
+int tc_payload_decode_module(char **p, size_t n, tc_result *r, size_t *units);
 
 /* A module record of tc_build_tasks: the image and the ordered task keys. */
 void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
                                    size_t n, tc_sb *out);
-/* Its image (malloc'd), when it names exactly the tasks keys[0..n). */
-int tc_payload_decode_task_module(const char *p, size_t n, const tc_digest *keys, size_t nkeys,
+/* Its image, when it names exactly the tasks keys[0..n): moved to the
+ * front of *p (malloc'd), which becomes *image (*p is then NULL). */
+int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys, size_t nkeys,
                                   char **image, size_t *len);
 
 /* A group manifest: ordered task keys and names. */

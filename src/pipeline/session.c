@@ -281,7 +281,7 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
     int bad = 0;
     int ok = tc_store_get(s->store, s->o->arch, kind, key, first_look, &payload, &len, &bad);
     if (ok) {
-        ok = decode(ctx, payload, len) == 0;
+        ok = decode(ctx, &payload, len) == 0;
         free(payload);
         if (!ok) {
             undo(ctx);

@@ -124,8 +124,11 @@ tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx,
  * miss; a look again (after taking a compile lease, or while another
  * process of this machine compiles it) is local: that process publishes
  * here, and the remote was asked already. After a failed decode,
- * undo(ctx) clears what decode set. */
-typedef int (*tc_record_decode_fn)(void *ctx, const char *payload, size_t len);
+ * undo(ctx) clears what decode set. The payload (malloc'd, len bytes and
+ * a NUL) is decode's to keep: it sets *payload to NULL when it does (an
+ * image moved to the front of it saves a copy of megabytes); the reader
+ * frees what it leaves. */
+typedef int (*tc_record_decode_fn)(void *ctx, char **payload, size_t len);
 int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, int first_look,
                            tc_record_decode_fn decode, void (*undo)(void *ctx), void *ctx);
 /* Looks the records of kind/unit(ctx, i)->key that this machine lacks up in the

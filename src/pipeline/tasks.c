@@ -91,7 +91,7 @@ int tc_taskset_module_key(tc_taskset *t, const char *version)
                               &t->module_key);
 }
 
-static int decode_module_image(void *ctx, const char *payload, size_t len)
+static int decode_module_image(void *ctx, char **payload, size_t len)
 {
     tc_taskset *t = ctx;
     tc_result *r = t->s->r;

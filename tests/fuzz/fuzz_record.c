@@ -47,16 +47,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(names);
         free(keys);
     }
+    /* the module decoders keep the payload they are given (malloc'd) */
     tc_result *r = tc_result_new();
-    if (r) {
+    char *copy = malloc(size + 1);
+    if (r && copy) {
+        memcpy(copy, data, size);
         size_t units;
-        (void)tc_payload_decode_module((const char *)data, size, r, &units);
-        tc_result_free(r);
+        (void)tc_payload_decode_module(&copy, size, r, &units);
+        if (r->image && r->image_len > size) /* the image is a part of the payload */
+            abort();
     }
+    tc_result_free(r);
+    free(copy);
     char *image = NULL;
     size_t image_len = 0;
-    if (tc_payload_decode_task_module((const char *)data, size, &key, 1, &image, &image_len) == 0)
+    if ((copy = malloc(size + 1))) {
+        memcpy(copy, data, size);
+        if (tc_payload_decode_task_module(&copy, size, &key, 1, &image, &image_len) == 0 &&
+            image_len > size)
+            abort();
         free(image);
+        free(copy);
+    }
     tc_entry_info e;
     if (tc_entry_decode(data, size, &e) == 0)
         tc_entry_clear(&e);
