@@ -95,12 +95,6 @@ static tc_status find_compiler(tc_session *s, int *have_ptxas)
     return ptxas_identity(s);
 }
 
-tc_status tc_session_use_ptxas(tc_session *s)
-{
-    s->in_process = 0;
-    return ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
-}
-
 /* The major release of the session's compiler, from its version line
  * ("nvPTXCompiler 13.0 ...", or ptxas's "Build cuda_13.0.r13.0/..."); 0
  * when the line says none. */
@@ -134,6 +128,14 @@ static const char *ewp_threads(const tc_session *s)
         if (strstr(s->o->copts[i], "split-compile"))
             return NULL;
     return EWP_THREADS_OPTION;
+}
+
+tc_status tc_session_use_ptxas(tc_session *s)
+{
+    s->in_process = 0;
+    tc_status st = ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
+    s->ewp_threads = ewp_threads(s);  /* that ptxas may be older than the in-process one */
+    return st;
 }
 
 const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n)
