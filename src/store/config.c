@@ -29,9 +29,12 @@ int tc_config_parse_size(const char *s, uint64_t *out)
         end++;
     if (*end == 'b' || *end == 'B')
         end++;
-    if (*end)
+    /* 2^64 bytes and more (or "nan", "inf", which strtod also reads) is no
+     * size: converting it to an integer would be undefined */
+    double bytes = v * mult;
+    if (*end || !(bytes < 18446744073709551616.0))
         return -1;
-    *out = (uint64_t)(v * mult);
+    *out = (uint64_t)bytes;
     return 0;
 }
 

@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import time
 
+import pytest
+
 from tchelp import ARCH, TASKCACHE, build, corpus_dir, stats, tc
 
 
@@ -70,6 +72,13 @@ def test_builds_keep_within_the_limit(tmp_path):
     s = json.loads(subprocess.run([TASKCACHE, "stats", "--cache-dir", cache, "--json"],
                                   env=env, capture_output=True, text=True).stdout)
     assert s["max_size"] == 2 << 30
+
+
+@pytest.mark.parametrize("size", ["1e80", "nan", "inf", "16E", "-1", "5X"])
+def test_sizes_that_are_no_size_are_refused(tmp_path, size):
+    p = subprocess.run([TASKCACHE, "gc", "--cache-dir", str(tmp_path / "c"), "--max-size", size],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "--max-size" in p.stderr and size in p.stderr
 
 
 def test_verify_finds_and_removes_bad_records(tmp_path):
