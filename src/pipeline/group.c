@@ -53,17 +53,12 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     free(m.names);
     if (!ok)
         return TC_ERR_NOMEM;
-    uint8_t *remote = tc_taskset_prefetch(t);
+    if (tc_taskset_read(t) != 0)
+        return TC_ERR_NOMEM;
     /* accepted only once every task record is found and verified */
-    for (size_t i = 0; i < t->n; i++) {
-        if ((remote && remote[i] == TC_PREFETCH_ASKED) ||
-            !tc_payload_read_unit(s, TC_REC_TASK, &t->units[i].u, 1)) {
-            free(remote);
+    for (size_t i = 0; i < t->n; i++)
+        if (!t->units[i].u.hit)
             return TC_ERR_NOT_FOUND;
-        }
-        t->units[i].u.hit = 1;
-    }
-    free(remote);
     if (tc_taskset_module_key(t, version) != 0)
         return TC_ERR_NOMEM;
     s->r->report.unit_hits = (uint32_t)t->n;

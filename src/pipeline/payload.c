@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/pool.h"
 #include "store/record.h"
 
 /* Counts the fields of one tag; -1 when the field list is malformed. */
@@ -101,6 +102,43 @@ static void undo_unit(void *ctx) { tc_unit_clear(ctx); }
 int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int first_look)
 {
     return tc_session_read_record(s, kind, &u->key, first_look, decode_unit, undo_unit, u);
+}
+
+typedef struct unit_reads {
+    tc_session *s;
+    uint32_t kind;
+    tc_unit_at_fn unit;
+    void *ctx;
+} unit_reads;
+
+static tc_pool_step read_one(void *ctx, size_t i)
+{
+    const unit_reads *r = ctx;
+    tc_unit *u = r->unit(r->ctx, i);
+    u->hit = tc_payload_read_unit(r->s, r->kind, u, 1);
+    return TC_POOL_DONE;
+}
+
+int tc_payload_read_units(tc_session *s, uint32_t kind, tc_unit_at_fn unit, void *ctx,
+                          size_t n)
+{
+    uint8_t *remote = tc_session_prefetch(s, kind, unit, ctx, n);
+    size_t *items = malloc((n ? n : 1) * sizeof *items), nread = 0;
+    if (!items) {
+        free(remote);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unit(ctx, i)->hit = 0;
+        if (!(remote && remote[i] == TC_PREFETCH_ASKED))
+            items[nread++] = i;
+    }
+    free(remote);
+    unit_reads r = {s, kind, unit, ctx};
+    tc_pool_work w = {items, nread, s->o->jobs, read_one, NULL, &r};
+    int rc = tc_pool_run(&w);
+    free(items);
+    return rc;
 }
 
 void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u)

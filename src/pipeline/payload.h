@@ -19,6 +19,13 @@
  * session's record reader (first_look: see tc_session_read_record). 1
  * hit, 0 miss. */
 int tc_payload_read_unit(tc_session *s, uint32_t kind, tc_unit *u, int first_look);
+/* Reads the records of n units (kind as above) into them and sets each
+ * one's hit: those this machine lacks are first asked of the remote tier
+ * together (tc_session_prefetch), and those it lacks too are not asked
+ * again; then every read (a file read, a checksum and a decompression of
+ * its own) runs on the -j threads. 0, or -1 out of memory. */
+int tc_payload_read_units(tc_session *s, uint32_t kind, tc_unit_at_fn unit, void *ctx,
+                          size_t n);
 /* Stores u's record (name: the task's, NULL for a unit). */
 void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const tc_unit *u);
 

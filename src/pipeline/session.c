@@ -235,8 +235,7 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
     return rc;
 }
 
-tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx, size_t i),
-                          const void *ctx, size_t n)
+tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n)
 {
     if (!s->linker.kind)
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
@@ -295,8 +294,7 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
     return ok;
 }
 
-uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind,
-                             const tc_unit *(*unit)(const void *ctx, size_t i), const void *ctx,
+uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, tc_unit_at_fn unit, void *ctx,
                              size_t n)
 {
     if (!s->store || !n)

@@ -75,6 +75,10 @@ typedef struct tc_unit {
     int have_meta;
 } tc_unit;
 
+/* The i-th of a call's units (split.c's, tasks.c's): how the session's
+ * services that take many units reach them. */
+typedef tc_unit *(*tc_unit_at_fn)(void *ctx, size_t i);
+
 /* Drops what a record or a compile put into u, keeping its key. */
 void tc_unit_clear(tc_unit *u);
 /* Frees all of u's memory. */
@@ -114,8 +118,7 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
                        const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
 /* Links the objects of n units, in order, into the result's image;
  * unit(ctx, i) gives the i-th. Failures become diagnostics. */
-tc_status tc_session_link(tc_session *s, const tc_unit *(*unit)(const void *ctx, size_t i),
-                          const void *ctx, size_t n);
+tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n);
 
 /* The one record reader: reads the record of kind/key and hands its
  * payload to decode(ctx, ...). 1 hit, 0 miss. first_look: the call's
@@ -137,8 +140,7 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
  * NULL without a store or remote, or with nothing to ask; else state[i]
  * (store.h's TC_PREFETCH_*) for the caller to free: TC_PREFETCH_ASKED
  * means the remote has no such record, so a read need not ask again. */
-uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind,
-                             const tc_unit *(*unit)(const void *ctx, size_t i), const void *ctx,
+uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, tc_unit_at_fn unit, void *ctx,
                              size_t n);
 /* Stores a record and counts it, written or not. */
 void tc_session_write_record(tc_session *s, uint32_t kind, const tc_digest *key,

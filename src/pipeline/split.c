@@ -128,19 +128,7 @@ static void store_unit(tc_ptx_job *j, tc_split_unit *x)
 
 /* ---- keys and lookups -------------------------------------------------------- */
 
-static const tc_unit *unit_at(const void *ctx, size_t i)
-{
-    return &((const tc_ptx_job *)ctx)->units[i].u;
-}
-
-/* Local misses are looked up in the remote together (tc_session_prefetch):
- * state[i] says what that found for unit i, or is NULL without a remote. */
-static uint8_t *prefetch_units(tc_ptx_job *j)
-{
-    if (explaining(j) || !unit_tier(j))
-        return NULL;
-    return tc_session_prefetch(j->s, TC_REC_UNIT, unit_at, j, j->nunits);
-}
+static tc_unit *unit_at(void *ctx, size_t i) { return &((tc_ptx_job *)ctx)->units[i].u; }
 
 static tc_pool_step canon_function(void *ctx, size_t i)
 {
@@ -169,32 +157,6 @@ static tc_status canon_functions(tc_ptx_job *j)
     return rc == 0 ? TC_OK : TC_ERR_NOMEM;
 }
 
-static tc_pool_step read_unit(void *ctx, size_t i)
-{
-    tc_ptx_job *j = ctx;
-    tc_unit *u = &j->units[i].u;
-    u->hit = tc_payload_read_unit(j->s, TC_REC_UNIT, u, 1);
-    return TC_POOL_DONE;
-}
-
-/* Reads the records of the units the cache may hold (all but those the
- * remote was asked for and lacks) on -j threads: each is a file read, a
- * checksum and a decompression of its own. Sets u->hit. 0, or -1 out of
- * memory. */
-static int read_units(tc_ptx_job *j, const uint8_t *remote)
-{
-    size_t *items = malloc((j->nunits ? j->nunits : 1) * sizeof *items), n = 0;
-    if (!items)
-        return -1;
-    for (size_t i = 0; i < j->nunits; i++)
-        if (!(remote && remote[i] == TC_PREFETCH_ASKED))
-            items[n++] = i;
-    tc_pool_work w = {items, n, j->s->o->jobs, read_unit, NULL, j};
-    int rc = tc_pool_run(&w);
-    free(items);
-    return rc;
-}
-
 static tc_status key_units(tc_ptx_job *j)
 {
     tc_session *s = j->s;
@@ -217,11 +179,9 @@ static tc_status key_units(tc_ptx_job *j)
          * kernels: 540 MB for an 825 KB input). */
         tc_sb_free(&x->map.text);
     }
-    uint8_t *remote = prefetch_units(j);
-    if (!explaining(j) && unit_tier(j) && read_units(j, remote) != 0) {
-        free(remote);
+    if (!explaining(j) && unit_tier(j) &&
+        tc_payload_read_units(s, TC_REC_UNIT, unit_at, j, j->nunits) != 0)
         return TC_ERR_NOMEM;
-    }
     for (size_t i = 0; i < j->nunits; i++) {
         tc_split_unit *x = &j->units[i];
         tc_unit *u = &x->u;
@@ -234,13 +194,10 @@ static tc_status key_units(tc_ptx_job *j)
                 s->delta.v[TC_C_UNIT_MISSES]++;
             char name[32];
             snprintf(name, sizeof name, "unit%zu.ptx", i);
-            if (!(x->path = tc_path_join(s->scratch, name))) {
-                free(remote);
+            if (!(x->path = tc_path_join(s->scratch, name)))
                 return TC_ERR_NOMEM;
-            }
         }
     }
-    free(remote);
     return TC_OK;
 }
 

@@ -112,16 +112,13 @@ int tc_taskset_module_hit(tc_taskset *t)
                                   undo_module_image, t);
 }
 
-static const tc_unit *unit_at(const void *ctx, size_t i)
-{
-    return &((const tc_taskset *)ctx)->units[i].u;
-}
+static tc_unit *unit_at(void *ctx, size_t i) { return &((tc_taskset *)ctx)->units[i].u; }
 
 tc_status tc_taskset_link(tc_taskset *t) { return tc_session_link(t->s, unit_at, t, t->n); }
 
-uint8_t *tc_taskset_prefetch(tc_taskset *t)
+int tc_taskset_read(tc_taskset *t)
 {
-    return tc_session_prefetch(t->s, TC_REC_TASK, unit_at, t, t->n);
+    return tc_payload_read_units(t->s, TC_REC_TASK, unit_at, t, t->n);
 }
 
 void tc_taskset_store_module(tc_taskset *t)
@@ -481,12 +478,11 @@ static tc_status key_and_look_up(tc_taskset *t)
     if (tc_taskset_module_key(t, t->host->version) != 0)
         return TC_ERR_NOMEM;
     int use_cache = s->store && s->o->unit_tier;
-    uint8_t *remote = use_cache ? tc_taskset_prefetch(t) : NULL;
+    if (use_cache && tc_taskset_read(t) != 0)
+        return TC_ERR_NOMEM;
     for (size_t i = 0; i < t->n; i++) {
         tc_unit *u = &t->units[i].u;
-        int asked_and_missed = remote && remote[i] == TC_PREFETCH_ASKED;
-        if (use_cache && !asked_and_missed && tc_payload_read_unit(s, TC_REC_TASK, u, 1)) {
-            u->hit = 1;
+        if (u->hit) {
             s->delta.v[TC_C_TASK_HITS]++;
             s->r->report.unit_hits++;
         } else {
@@ -495,7 +491,6 @@ static tc_status key_and_look_up(tc_taskset *t)
                 s->delta.v[TC_C_TASK_MISSES]++;
         }
     }
-    free(remote);
     return TC_OK;
 }
 

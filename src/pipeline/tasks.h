@@ -54,9 +54,9 @@ int tc_taskset_module_key(tc_taskset *t, const char *version);
 int tc_taskset_module_hit(tc_taskset *t);
 /* Links the tasks' objects, in order, into the result's image. */
 tc_status tc_taskset_link(tc_taskset *t);
-/* The task records this machine lacks, asked of the remote together
- * (tc_session_prefetch); the caller frees the state it returns. */
-uint8_t *tc_taskset_prefetch(tc_taskset *t);
+/* Reads the tasks' records into their units and sets each one's hit
+ * (tc_payload_read_units). 0, or -1 out of memory. */
+int tc_taskset_read(tc_taskset *t);
 void tc_taskset_store_module(tc_taskset *t);
 /* Moves the tasks' entries and infos into the result. */
 tc_status tc_taskset_fill_result(tc_taskset *t);
