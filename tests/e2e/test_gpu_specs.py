@@ -138,6 +138,18 @@ def test_membar_edit_compiles_and_changes_one_kernel(tmp_path):
     assert [k for k in ca if ca[k] != cb.get(k)] == [kernel]
 
 
+
+def test_the_kernel_an_edit_picks_is_found_past_comments():
+    """make_edit's kernels (ptxitems): a comment inside a kernel's header
+    hides nothing, a kernel written only in a comment is none."""
+    sys.path.insert(0, str(GPU_DIR))
+    import gpu_check
+    with open(os.path.join(corpus_dir(), "comments.ptx")) as f:
+        text = f.read()
+    found = gpu_check.entry_bodies(text)
+    assert [name for name, _ in found] == ["cm_first", "cm_second", "cm_empty"]
+    assert all(text[pos - 1] == "{" for _, pos in found)
+
 # ---- tests/gpu/realworld_identity.py: the real-world corpus on the GPU -----------------------
 
 RW_SCRIPT = GPU_DIR / "realworld_identity.py"

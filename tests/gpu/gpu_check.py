@@ -37,7 +37,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "realworld"))
 import check_specs  # noqa: E402  (the spec <-> module mapping)
+import ptxitems  # noqa: E402  (the module's top-level items)
 
 START = time.time()
 LOG_FILE = None
@@ -140,31 +142,14 @@ def fmt_us(us):
 # ---- PTX edit and cubin code ---------------------------------------------------------------------
 
 def entry_bodies(text):
-    """[(name, index just after the body's opening '{')] for every .entry."""
-    out = []
-    for m in re.finditer(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.entry[ \t]+([\w$]+)",
-                         text, re.M):
-        i, depth = m.end(), 0
-        while i < len(text):
-            c = text[i]
-            if c == "/" and text.startswith("//", i):
-                i = text.find("\n", i)
-                i = len(text) if i < 0 else i
-                continue
-            if c == "/" and text.startswith("/*", i):
-                i = text.find("*/", i + 2)
-                i = len(text) if i < 0 else i + 2
-                continue
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-            elif c == "{" and depth == 0:
-                out.append((m.group(1), i + 1))
-                break
-            elif c == ";" and depth == 0:
-                break  # a prototype
-            i += 1
+    """[(name, index just after the body's opening '{')] for every kernel
+    defined in the module (ptxitems: prototypes have no body)."""
+    out, pos = [], 0
+    for item in ptxitems.split(text):
+        span = ptxitems.body_span(item.text) if item.kind == "entry" and item.is_definition else None
+        if span:
+            out.append((item.name, pos + span[0]))
+        pos += len(item.text)
     return out
 
 

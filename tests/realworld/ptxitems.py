@@ -15,16 +15,24 @@ NAME_AFTER_PARENS = re.compile(r"\.(?:entry|func)\s*(?:\([^)]*\)\s*)?([\w$.%]+)"
 VAR_NAME = re.compile(r"([A-Za-z_$%][\w$.%]*)\s*(?:\[[^\]]*\]\s*)*(?:=|;)")
 
 
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def without_comments(text):
+    """text with each comment replaced by a space (line breaks kept)."""
+    return COMMENT.sub(lambda m: " " + "\n" * m.group(0).count("\n"), text)
+
+
 class Item:
     def __init__(self, text):
         self.text = text
-        m = ITEM_KIND.match(text)
+        m = ITEM_KIND.match(without_comments(text))
         self.kind = m.group(1) if m else ("space" if not text.strip() else
                                           "comment" if text.lstrip().startswith(("//", "/*")) else "other")
         self.name = None
         self.is_definition = False
         if self.kind in ("entry", "func"):
-            head = text.split("{", 1)[0]
+            head = without_comments(text).split("{", 1)[0]
             n = NAME_AFTER_PARENS.search(head)
             self.name = n.group(1) if n else None
             self.is_definition = "{" in text and not text.rstrip().endswith(";")
@@ -63,7 +71,13 @@ def split(text):
             continue
         if c == "/" and text.startswith("/*", i):
             j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
+            j = n if j < 0 else j + 2
+            if depth == 0 and not text[start:i].strip():
+                flush(i)  # a comment between items is an item of its own
+                i = j
+                flush(i)
+                continue
+            i = j
             continue
         if c == '"':
             j = text.find('"', i + 1)
@@ -74,7 +88,7 @@ def split(text):
         elif c in "})":
             depth -= 1
             if depth == 0 and c == "}":
-                head = text[start:i]
+                head = without_comments(text[start:i])
                 if re.match(r"^\s*(?:\.(?:visible|weak|extern)\s+)*\.(entry|func|section)\b", head):
                     body_done = True
         elif c == ";" and depth == 0:
