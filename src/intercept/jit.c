@@ -84,8 +84,15 @@ void note(const char *fmt, ...)
     const char *path = getenv("TASKCACHE_LOG");
     if (!path || !*path)
         return;
-    char line[1024];
-    int n = snprintf(line, sizeof line, "taskcache[%ld]: ", (long)getpid());
+    char line[1024], when[32] = "";
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (localtime_r(&ts.tv_sec, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    /* the time a line is written: a call's end, to line up with the program's own clock */
+    int n = snprintf(line, sizeof line, "taskcache[%ld] %s.%03ld: ", (long)getpid(), when,
+                     ts.tv_nsec / 1000000);
     va_list ap;
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -6,9 +6,11 @@ the driver's work, the driver gets a cubin, byte for byte the image `taskcache
 build` makes with the same options; everywhere else it gets the program's call
 unchanged."""
 
+import datetime
 import os
 import pathlib
 import subprocess
+import time
 
 import pytest
 
@@ -93,6 +95,9 @@ def test_ptx_loads_become_taskcache_cubins(tmp_path, ptx, path, action):
     assert len(loads) == 1 and loads[0].split()[1] == "ELF", p.fake
     assert run.last_cubin() == reference(ptx, tmp_path)
     assert any("built with taskcache: 3 kernels" in l for l in p.log), p.log
+    # each line names the process and when it was written, to line up with the program's clock
+    when = datetime.datetime.fromisoformat(p.log[0].split()[1].rstrip(":"))
+    assert p.log[0].startswith("taskcache[") and abs(when.timestamp() - time.time()) < 300, p.log
     if action == "library":  # the preserve option is not passed on with our image
         assert loads[0].endswith("liboptions=0"), loads
     # a second process is served from the cache

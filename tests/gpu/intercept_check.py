@@ -24,6 +24,7 @@ a JIT is missing (reported, not failed: --need NAME to make it fail).
 """
 
 import argparse
+import datetime
 import hashlib
 import json
 import os
@@ -57,7 +58,7 @@ first = time.time() - t0
 h = hashlib.sha256()
 for f in (mod.pos, mod.vel, mod.contacts):
     h.update(f.to_numpy().tobytes())
-print(json.dumps({"first_call": first, "hash": h.hexdigest()}))
+print(json.dumps({"first_call": first, "t0": t0, "hash": h.hexdigest()}))
 '''
 
 QUADRANTS = r'''
@@ -77,7 +78,8 @@ t0 = time.time()
 mod.step(a, n)
 qd.sync()
 first = time.time() - t0
-print(json.dumps({"first_call": first, "hash": hashlib.sha256(a.to_numpy().tobytes()).hexdigest()}))
+print(json.dumps({"first_call": first, "t0": t0,
+                  "hash": hashlib.sha256(a.to_numpy().tobytes()).hexdigest()}))
 '''
 
 CUPY = r'''
@@ -242,15 +244,21 @@ def physics_kernel(substeps, edit=-1):
         ''')
 
 
-def quadrants_kernel(ntasks, edit=-1):
+def quadrants_kernel(ntasks, edit=-1, ops=1):
+    """NTASKS top-level loops, each one offloaded task; a loop's body is
+    OPS statements (1: one line; more make bigger tasks, to match a
+    module size such as the issue's 538 KB of PTX)."""
     lines = ["import quadrants as qd", "", "",
              "@qd.kernel",
              "def step(a: qd.types.NDArray[qd.f32, 1], n: int) -> None:"]
     for t in range(ntasks):
         c = 1.0 + 0.001 * t + (0.5 if t == edit else 0.0)
         lines.append("    for i in range(n):")
-        lines.append(f"        a[{t} * n + i] = a[{t} * n + i] * {c!r} + qd.sin(a[{t} * n + i]) "
-                     f"* {t % 7 + 1}.0")
+        lines.append(f"        x = a[{t} * n + i]")
+        for k in range(ops):  # bounded: the factor of x stays below 1
+            f = ("qd.sin(x)", "qd.cos(x)", "qd.exp(-x * x)", "qd.tanh(x)")[k % 4]
+            lines.append(f"        x = x * {0.5 * c + 0.01 * k!r} + {f} * {(t + k) % 7 + 1}.0")
+        lines.append(f"        a[{t} * n + i] = x")
     return "\n".join(lines) + "\n"
 
 
@@ -293,17 +301,32 @@ class Runner:
                                f"{p.stderr[-4000:]}")
         out["wall"] = wall
         out["log"] = lines
-        out["ptx_seconds"] = sum(float(m.group(1)) for l in lines
-                                 for m in [re.search(r"(?:in|,) ([0-9.]+) s(?: \(|$)", l)] if m)
+        secs = [(l, float(m.group(1))) for l in lines
+                for m in [re.search(r"(?:in|,) ([0-9.]+) s(?: \(|$)", l)] if m]
+        out["ptx_seconds"] = sum(x for _, x in secs)
+        # within the first call: lines written (at a call's end) between its start and end
+        if "t0" in out:
+            t0, t1 = out["t0"], out["t0"] + out["first_call"]
+            out["ptx_in_call"] = sum(x for l, x in secs if t0 <= log_time(l) <= t1 + 0.002)
+        out["ptx_bytes"] = sum(int(m.group(1)) for l in lines
+                               for m in [re.search(r"compiled (\d+) bytes of PTX", l)] if m)
         out["compiled"] = sum(int(m.group(1)) for l in lines
                               for m in [re.search(r"(\d+) compiled", l)] if m)
         out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
         # progress, so that a run cut short still says what it measured
         mode = "measure" if measure else "taskcache-ewp" if ewp else "taskcache" if taskcache else "driver"
-        print(f"  {prog} {mode} {' '.join(map(str, argv[:1]))[-30:]}: first call "
-              f"{out.get('first_call', 0):.2f} s, PTX {out['ptx_seconds']:.3f} s, "
+        print(f"  {prog} {mode} {os.path.basename(str(argv[0]))}: first call "
+              f"{out.get('first_call', 0):.2f} s, PTX {out['ptx_seconds']:.3f} s "
+              f"({out.get('ptx_in_call', 0):.3f} s within the call"
+              f"{', %d KB' % (out['ptx_bytes'] // 1000) if out['ptx_bytes'] else ''}), "
               f"compiled {out['compiled']}, wall {wall:.1f} s", flush=True)
         return out
+
+
+def log_time(line):
+    """When the interceptor wrote a log line (local time, to the ms)."""
+    m = re.match(r"taskcache\[\d+\] (\S+): ", line)
+    return datetime.datetime.fromisoformat(m.group(1)).timestamp() if m else 0.0
 
 
 def fresh(runner, name):
@@ -312,32 +335,37 @@ def fresh(runner, name):
     return d
 
 
-def check_quadrants(runner, rows, problems, physics):
-    """The loops kernel (N one-line tasks) or the physics step (--substeps,
-    11 tasks each)."""
+def check_quadrants(runner, rows, problems, physics, ops=1):
+    """The loops kernel (N tasks of OPS statements) or the physics step
+    (--substeps, 11 tasks each)."""
     n = runner.a.substeps if physics else runner.a.tasks
-    make = physics_kernel if physics else quadrants_kernel
     prog = "physics" if physics else "quadrants"
-    label = (f"physics {n} substeps ({11 * n} tasks)" if physics else f"quadrants {n} tasks")
-    kern = os.path.join(runner.work, prog + "_kern.py")
-    kern_edit = os.path.join(runner.work, prog + "_kern_edit.py")
+    label = (f"physics {n} substeps ({11 * n} tasks)" if physics
+             else f"quadrants {n} tasks x {ops} ops")
+    kern = os.path.join(runner.work, f"{prog}_{ops}_kern.py")
+    kern_edit = os.path.join(runner.work, f"{prog}_{ops}_kern_edit.py")
     with open(kern, "w") as f:
-        f.write(make(n))
+        f.write(physics_kernel(n) if physics else quadrants_kernel(n, ops=ops))
     with open(kern_edit, "w") as f:
-        f.write(make(n, edit=n // 3))
+        f.write(physics_kernel(n, edit=n // 3) if physics else quadrants_kernel(n, n // 3, ops))
     extra = [] if physics else [n]
     res = {}
     # driver: plain processes (no interceptor); measure: the interceptor in
-    # measure mode, for the driver's PTX time; taskcache: under taskcache run
-    # taskcache-ewp: whole-program units, for the identity of results only
-    for mode in runner.a.modes.split(","):
-        for rep in range(runner.a.reps if mode in ("driver", "taskcache") else 1):
+    # measure mode, for the driver's PTX time; taskcache: under taskcache run;
+    # taskcache-ewp: whole-program units asked for explicitly (the identity
+    # of results only). Repetitions outermost, so that the modes take turns
+    # and a machine that slows down or speeds up over minutes biases none.
+    modes = runner.a.modes.split(",")
+    scens = runner.a.scenarios.split(",")
+    for rep in range(runner.a.reps):
+        for mode in modes:
+            if rep and mode not in ("driver", "taskcache"):
+                continue
             qd_cache, cuda_cache = fresh(runner, "qd"), fresh(runner, "cuda")
             tc_cache = fresh(runner, "tc")
             env = {"CUDA_CACHE_PATH": cuda_cache}
             kw = dict(taskcache=mode.startswith("taskcache"), measure=mode == "measure",
                       ewp=mode == "taskcache-ewp", tc_cache=tc_cache, env=env)
-            scens = runner.a.scenarios.split(",")
             for scen, path in (("cold", kern), ("warm", kern), ("edit", kern_edit)):
                 if scen in scens:
                     r = runner.run(prog, [path, qd_cache, *extra], **kw)
@@ -346,20 +374,29 @@ def check_quadrants(runner, rows, problems, physics):
                 # Quadrants' own cache off, the driver's (or taskcache's) warm
                 r = runner.run(prog, [kern, "-", *extra], **kw)
                 res.setdefault((mode, "no-qd-cache"), []).append(r)
+    med = statistics.median
     for scen in ("cold", "warm", "edit", "no-qd-cache"):
-        if not all((m, scen) in res for m in ("driver", "measure", "taskcache", "taskcache-ewp")):
+        if not all((m, scen) in res for m in ("driver", "measure", "taskcache")):
             continue  # --modes left one out: the progress lines are the figures
-        d, t = res[("driver", scen)], res[("taskcache", scen)]
-        md = statistics.median(x["first_call"] for x in d)
-        mt = statistics.median(x["first_call"] for x in t)
-        pd = statistics.median(x["ptx_seconds"] for x in res[("measure", scen)])
-        pt = statistics.median(x["ptx_seconds"] for x in t)
+        d, t, m = res[("driver", scen)], res[("taskcache", scen)], res[("measure", scen)]
+        md = med(x["first_call"] for x in d)
+        mt = med(x["first_call"] for x in t)
+        pd = med(x["ptx_seconds"] for x in m)
+        pt = med(x["ptx_seconds"] for x in t)
+        # the rest of the first call, outside PTX: the same with and without
+        # taskcache unless the interceptor costs something elsewhere
+        rest_m = med(x["first_call"] - x["ptx_in_call"] for x in m)
+        rest_t = med(x["first_call"] - x["ptx_in_call"] for x in t)
+        kb = max((x["ptx_bytes"] for x in m), default=0) / 1000
         rows.append((f"{label}: {scen}", f"{md:.2f} s", f"{mt:.2f} s",
-                     f"{md / mt:.2f}x" if mt else "-", f"{pd:.3f} s", f"{pt:.3f} s"))
-        hashes = {x["hash"] for x in d + t + res[("measure", scen)] + res[("taskcache-ewp", scen)]}
+                     f"{md / mt:.2f}x" if mt else "-", f"{pd:.3f} s", f"{pt:.3f} s",
+                     f"{rest_m:.2f} / {rest_t:.2f} s", f"{kb:.0f} KB"))
+        print("[intercept]   " + " | ".join(rows[-1]), flush=True)
+        ewp = res.get(("taskcache-ewp", scen), [])
+        hashes = {x["hash"] for x in d + t + m + ewp}
         if len(hashes) != 1:
             problems.append(f"{label} {scen}: results differ with taskcache ({len(hashes)} hashes)")
-        passed = [l for x in t + res[("taskcache-ewp", scen)] for l in x["passed"]]
+        passed = [l for x in t + ewp for l in x["passed"]]
         if passed:
             problems.append(f"{label} {scen}: calls passed to the driver: {passed[:2]}")
     return {f"{m}/{s}": [{k: v for k, v in x.items() if k != "log"} for x in xs]
@@ -380,7 +417,7 @@ def check_simple(runner, name, rows, problems, env=None):
     built = [l for l in first["log"] if "built with taskcache" in l]
     rows.append((f"{name}: first call", f"{base['first_call']:.2f} s", f"{first['first_call']:.2f} s",
                  f"{base['first_call'] / first['first_call']:.2f}x", "-",
-                 f"compiled {first['compiled']}, then {second['compiled']}"))
+                 f"compiled {first['compiled']}, then {second['compiled']}", "-", "-"))
     if not ok_hash:
         problems.append(f"{name}: results differ with taskcache")
     if not built:
@@ -390,11 +427,21 @@ def check_simple(runner, name, rows, problems, env=None):
     return {"base": base, "first": first, "second": second, "whole_program_units": ewp}
 
 
+def save_report(out, rows, problems, missing, doc):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "intercept.json"), "w") as f:
+        json.dump({"rows": rows, "problems": problems, "missing": missing, "runs": doc}, f,
+                  indent=1, default=str)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--taskcache", required=True)
     ap.add_argument("--out", default=".")
     ap.add_argument("--tasks", type=int, default=200, help="tasks of the loops kernel")
+    ap.add_argument("--loop-ops", default="1",
+                    help="statements in each loop of the loops kernel; a comma list runs each "
+                    "(the issue measured a 200-task module of 538 KB of PTX)")
     ap.add_argument("--substeps", type=int, default=20, help="substeps of the physics step")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--skip", default="")
@@ -421,23 +468,29 @@ def main():
             continue
         print(f"[intercept] {name} ...", flush=True)
         try:
-            if name in ("quadrants", "physics"):
-                doc[name] = check_quadrants(runner, rows, problems, physics=name == "physics")
+            if name == "physics":
+                doc[name] = check_quadrants(runner, rows, problems, physics=True)
+            elif name == "quadrants":
+                for ops in map(int, a.loop_ops.split(",")):
+                    doc[f"{name}-{ops}ops"] = check_quadrants(runner, rows, problems, False, ops)
             else:
                 env = {"CUPY_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
                 doc[name] = check_simple(runner, name, rows, problems, env)
         except Exception as e:
             problems.append(f"{name}: {e}")
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "intercept.json"), "w") as f:
-        json.dump({"rows": rows, "problems": problems, "missing": missing, "runs": doc}, f,
-                  indent=1, default=str)
+        # after each JIT, so that a run cut off by the device's time limit
+        # still brings back what it measured
+        save_report(a.out, rows, problems, missing, doc)
+    save_report(a.out, rows, problems, missing, doc)
     print("\n== taskcache run: first call in fresh processes (medians), and the time spent "
           "turning PTX into machine code")
-    print(f"{'scenario':<34} {'driver':>9} {'taskcache':>10} {'speedup':>8} {'PTX: driver':>12} "
-          f"{'PTX: taskcache':>15}")
+    print("(rest: the first call less the PTX time within it, driver / taskcache; PTX size: "
+          "what the driver compiled in the process)")
+    print(f"{'scenario':<40} {'driver':>9} {'taskcache':>10} {'speedup':>8} {'PTX: driver':>12} "
+          f"{'PTX: taskcache':>15} {'rest':>15} {'PTX size':>9}")
     for r in rows:
-        print(f"{r[0]:<34} {r[1]:>9} {r[2]:>10} {r[3]:>8} {r[4]:>12} {r[5]:>15}")
+        print(f"{r[0]:<40} {r[1]:>9} {r[2]:>10} {r[3]:>8} {r[4]:>12} {r[5]:>15} {r[6]:>15} "
+              f"{r[7]:>9}")
     for m in missing:
         print(f"   not installed: {m}")
     for p in problems:
