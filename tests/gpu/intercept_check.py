@@ -473,6 +473,7 @@ def main():
             elif name == "quadrants":
                 for ops in map(int, a.loop_ops.split(",")):
                     doc[f"{name}-{ops}ops"] = check_quadrants(runner, rows, problems, False, ops)
+                    save_report(a.out, rows, problems, missing, doc)
             else:
                 env = {"CUPY_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
                 doc[name] = check_simple(runner, name, rows, problems, env)
