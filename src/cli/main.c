@@ -90,6 +90,8 @@ static const char usage_build[] =
     "  --max-size SIZE             cache size limit for this run (e.g. 2G, 500M; 0 = none;\n"
     "                              default $TASKCACHE_MAXSIZE, taskcache.conf, or 5G)\n"
     "  --unit-cost N               target size of a compile unit, in PTX statements\n"
+    "                              (default 1000, and a module that fits in one unit is\n"
+    "                              compiled whole; given, every module is split)\n"
     "  --whole-program-units       compile units with ptxas -ewp: each kernel gets the\n"
     "                              code of a whole-module build (same registers and call\n"
     "                              sequences); links with libnvJitLink. The default where\n"

@@ -15,7 +15,6 @@
 
 #include "pipeline/payload.h"
 #include "pipeline/split.h"
-#include "ptx/units.h"
 #include "toolchain/spawn.h"
 #include "util/fs.h"
 
@@ -97,8 +96,10 @@ static int entries_from_module(tc_ptx_job *j)
     return 0;
 }
 
-/* The module as one compile, when it cannot be split (why says why). */
-static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
+/* The module as one compile (why says why: explain and the result tell;
+ * a note in the diagnostics too when split builds were asked for and the
+ * module could not have one, unless it is only small). */
+static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
 {
     tc_session *s = j->s;
     tc_result *r = s->r;
@@ -112,7 +113,8 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why)
     if (explaining(j))
         return TC_OK;
     s->delta.v[TC_C_WHOLE_BUILDS]++;
-    tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
+    if (!small)
+        tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
     char in[TC_PATH_MAX];
     snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
     if (j->ptxas_instead)
@@ -185,8 +187,8 @@ static tc_status build(tc_ptx_job *j)
     /* a relocatable object is one compile of the whole module (taskcache.h) */
     int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
     if (split)
-        snprintf(j->plan, sizeof j->plan, "split:%u:%s",
-                 s->o->unit_cost ? s->o->unit_cost : TC_UNIT_COST_DEFAULT,
+        /* unit cost 0: the default size, and a module of one unit whole */
+        snprintf(j->plan, sizeof j->plan, "split:%u:%s", s->o->unit_cost,
                  s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
         snprintf(j->plan, sizeof j->plan, "%s",
@@ -202,8 +204,6 @@ static tc_status build(tc_ptx_job *j)
         s->delta.v[TC_C_MODULE_MISSES]++;
     if (tc_options_cancelled(s->o)) /* before the expensive part */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
-    if (!explaining(j) && split) /* a link is likely: the linker's first use, meanwhile */
-        tc_linker_prewarm(&s->linker, s->o->arch);
     tc_ptx_error perr;
     if (tc_ptx_parse(j->src, j->len, &j->m, &perr) != 0) {
         if (!perr.line)
@@ -220,9 +220,28 @@ static tc_status build(tc_ptx_job *j)
     char why[256] = "splitting is turned off";
     if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
-    int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
+    int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1, small = 0;
     if (rc < 0)
         return TC_ERR_NOMEM;
+    if (rc == 0) {
+        if (tc_split_plan(j) != 0)
+            return TC_ERR_NOMEM;
+        /* One unit would hold every kernel: the split build would compile
+         * the same kernels once, plus the module data, and then link. The
+         * whole module is one compile with no link (no linker to load in a
+         * fresh process) and the compiler's own whole-program code. The
+         * choice depends only on the text and the options, as the module
+         * key does. A unit size given explicitly is a request for units,
+         * kept (tests and the GPU checks link a module as one unit so). */
+        size_t code_units = j->nunits - (j->nunits && j->units[0].is_module_data);
+        if ((small = code_units <= 1 && !s->o->unit_cost)) {
+            snprintf(why, sizeof why,
+                     "its %zu kernel(s) fit in one unit: one compile, no link",
+                     tc_slicer_entry_count(j->slicer));
+            tc_split_free(j);
+            rc = 1;
+        }
+    }
     if (rc == 1 && j->m.may_crash_compiler && s->in_process && s->ptxas[0]) {
         /* a crash of ptxas fails the build, one of the in-process compiler
          * would end the program: such a module is ptxas's, keyed as such */
@@ -242,11 +261,13 @@ static tc_status build(tc_ptx_job *j)
         }
     }
     if (rc == 1)
-        return compile_whole_module(j, why);
+        return compile_whole_module(j, why, small);
     if (tc_slicer_set_whole_program(j->slicer, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
         return TC_ERR_NOMEM;
     if (!explaining(j) && !s->linker.kind)
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
+    if (!explaining(j)) /* a link follows: the linker's first use, while units compile */
+        tc_linker_prewarm(&s->linker, s->o->arch);
     return tc_split_build(j);
 }
 

@@ -39,7 +39,7 @@ static int unit_tier(const tc_ptx_job *j) { return j->s->store && j->s->o->unit_
 
 /* ---- planning ----------------------------------------------------------- */
 
-static int plan_units(tc_ptx_job *j)
+int tc_split_plan(tc_ptx_job *j)
 {
     tc_slicer *sl = j->slicer;
     size_t n = tc_slicer_entry_count(sl);
@@ -533,7 +533,7 @@ tc_status tc_split_build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
     tc_result *r = s->r;
-    if (plan_units(j) != 0)
+    if (!j->units && tc_split_plan(j) != 0)
         return TC_ERR_NOMEM;
     tc_status st = key_units(j);
     if (st != TC_OK)

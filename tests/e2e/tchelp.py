@@ -32,6 +32,12 @@ PTXAS = find_tool("ptxas")
 NVCC = find_tool("nvcc")
 
 
+# A module whose kernels fit in one unit is compiled whole (no link). Tests
+# of how split builds key, store and link units use small modules, so they
+# ask for one unit per kernel, which a large module gets anyway.
+PER_KERNEL = ("--unit-cost", "1")
+
+
 def run(args, check=True, **kw):
     """Runs a command; returns the CompletedProcess with text output."""
     p = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tchelp import ARCH, TASKCACHE, build, run, stats, tc
+from tchelp import ARCH, PER_KERNEL, TASKCACHE, build, run, stats, tc
 
 SIMPLE = """.version 8.0
 .target sm_90
@@ -222,9 +222,13 @@ def test_verify_fails_when_the_records_cannot_be_read(tmp_path):
 def test_explain_text_and_json(simple, tmp_path):
     cache = str(tmp_path / "cache")
     text = tc("explain", simple, "--arch", ARCH, "--cache-dir", cache).stdout
-    assert "first" in text and "second" in text and "mode:   split" in text
+    # two small kernels fit in one unit: the module is one compile
+    assert "first" in text and "second" in text
+    assert "mode:   whole module: its 2 kernel(s) fit in one unit" in text
+    text = tc("explain", simple, "--arch", ARCH, "--cache-dir", cache, *PER_KERNEL).stdout
+    assert "mode:   split" in text
     data = json.loads(tc("explain", simple, "--arch", ARCH, "--cache-dir", cache,
-                         "--json").stdout)
+                         "--json", *PER_KERNEL).stdout)
     assert [e["name"] for e in data["entries"]] == ["first", "second"]
     first = data["entries"][0]
     assert first["params"] == [{"type": "u64", "offset": 0, "size": 8, "align": 8}]

@@ -3,7 +3,21 @@ change its machine code changes, and never because of unrelated entries."""
 
 import stat
 
-from tchelp import PTXAS, build as tc_build, explain, nvcc_ptx, slice_keys, stats
+import tchelp
+from tchelp import PER_KERNEL, PTXAS, nvcc_ptx, stats
+
+
+# the modules here are small: one unit per kernel, as a large module is split
+def tc_build(ptx, out, cache, *extra, **kw):
+    return tchelp.build(ptx, out, cache, *PER_KERNEL, *extra, **kw)
+
+
+def explain(ptx, cache, *extra):
+    return tchelp.explain(ptx, cache, *PER_KERNEL, *extra)
+
+
+def slice_keys(ptx, cache, *extra):
+    return tchelp.slice_keys(ptx, cache, *PER_KERNEL, *extra)
 
 HEADER = r"""
 #include <cstdio>

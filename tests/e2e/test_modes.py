@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import elfsyms
-from tchelp import ARCH, ROOT, TASKCACHE, build, corpus_dir, run, slice_keys, stats, tc
+from tchelp import ARCH, PER_KERNEL, ROOT, TASKCACHE, build, corpus_dir, run, slice_keys, stats, tc
 
 sys.path.insert(0, str(ROOT / "bench"))
 import scaling  # noqa: E402  (the synthetic module generator)
@@ -98,6 +98,29 @@ def test_no_split_switch(tmp_path):
     assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(str(whole))
 
 
+def test_a_module_of_one_unit_is_compiled_whole(tmp_path):
+    """Kernels that fit in one unit are compiled as the whole module: the
+    split build would compile them once too, then the module data, then
+    link. One compile, no link, no unit records, no note (nothing was
+    given up), the kernels of ptxas's whole-module build. A unit size given
+    explicitly is a request for units: the module is split and linked."""
+    from tchelp import PTXAS
+    src = os.path.join(corpus_dir(), "helpers.ptx")
+    cache = tmp_path / "cache"
+    p = build(src, tmp_path / "w.cubin", cache, "-v")
+    assert "(whole module" in p.stderr and "note:" not in p.stderr, p.stderr
+    s = stats(cache)
+    assert s["whole_builds"] == 1 and s["compiles"] == 1 and s["unit_records"] == 0
+    run([PTXAS, f"-arch={ARCH}", src, "-o", tmp_path / "ptxas.cubin"])
+    assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(
+        str(tmp_path / "ptxas.cubin"))
+    p = build(src, tmp_path / "s.cubin", cache, "-v", "--unit-cost", "1000")
+    assert "split" in p.stderr and "module record hit" not in p.stderr, p.stderr
+    assert stats(cache)["unit_records"] >= 1
+    assert elfsyms.kernels(str(tmp_path / "s.cubin")) == elfsyms.kernels(
+        str(tmp_path / "ptxas.cubin"))
+
+
 def nvjitlink_library():
     """libnvJitLink.so of the toolkit whose ptxas the tests use, or None."""
     from tchelp import PTXAS
@@ -116,14 +139,14 @@ def test_both_linkers(tmp_path):
     key."""
     src = os.path.join(corpus_dir(), "func_pointers.ptx")
     cache = tmp_path / "cache"
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH,
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH, *PER_KERNEL,
              "--cache-dir", cache, "-v", "--relocatable-units"])
     assert "(nvlink)" in p.stderr
     lib = nvjitlink_library()
     if lib is None:
         pytest.skip("no libnvJitLink.so in the toolkit")
     env = dict(os.environ, TASKCACHE_NVJITLINK=lib)
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH,
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH, *PER_KERNEL,
              "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "(nvJitLink)" in p.stderr and "module record hit" not in p.stderr
     assert "0 compiled" in p.stderr  # the units are shared; only the link differs
@@ -131,7 +154,7 @@ def test_both_linkers(tmp_path):
     assert elfsyms.kernels(a) == elfsyms.kernels(b)
     assert elfsyms.globals_(a) == elfsyms.globals_(b)
     env["TASKCACHE_NVJITLINK"] = "none"  # back to nvlink: its module record
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH,
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH, *PER_KERNEL,
              "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "module record hit" in p.stderr
 
@@ -156,13 +179,14 @@ def test_a_linker_that_drops_kernels_fails_the_build(tmp_path):
     fake.chmod(0o755)
     env = dict(os.environ, TASKCACHE_NVLINK=str(fake), TASKCACHE_NVJITLINK="none")
     cache, out = tmp_path / "cache", tmp_path / "out.cubin"
-    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--cache-dir", cache],
+    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--cache-dir", cache],
             env=env, check=False)
     assert p.returncode != 0
     assert "the linked image lacks kernel" in p.stderr
     assert not out.exists()
     assert stats(cache)["module_records"] == 0
-    p = build(src, out, cache, "-v")  # the real linker: units from the cache, a good image
+    p = build(src, out, cache, *PER_KERNEL,
+              "-v")  # the real linker: units from the cache, a good image
     assert "0 compiled" in p.stderr
     assert elfsyms.kernels(str(out))
 
@@ -203,15 +227,17 @@ def test_whole_program_units_read_constants_where_the_image_has_them(tmp_path):
     src = os.path.join(corpus_dir(), "constant_mem.ptx")
     wrapper, calls = logging_ptxas(tmp_path)
     out, whole = tmp_path / "ewp.cubin", tmp_path / "whole.cubin"
-    run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+    run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
+         "--no-cache", "--compiler",
          "ptxas", "--ptxas", wrapper, "--whole-program-units"])
     seen = calls()
-    assert len(seen) == 2  # the module data and one unit of five kernels
+    assert len(seen) == 6  # the module data and five units of one kernel
     assert all("--extensible-whole-program" in args for args, _ in seen)
     order = ["c_coeffs", "c_poly", "c_affine", "c_lut", "s_cbias"]  # the module's order
-    unit = next(text for _, text in seen if ".entry" in text)
-    assert [ln.split()[-1].split("[")[0].rstrip(";") for ln in unit.splitlines()
-            if ln.startswith(".extern .const")] == order
+    declared = [[ln.split()[-1].split("[")[0].rstrip(";") for ln in text.splitlines()
+                 if ln.startswith(".extern .const")] for _, text in seen if ".entry" in text]
+    # each unit: the module's order, up to the last variable it reads
+    assert all(d == order[:len(d)] for d in declared) and order in declared
     run([PTXAS, f"-arch={ARCH}", src, "-o", whole])
     want = elfsyms.variables_in(str(whole), ".nv.constant3")
     assert sorted(want) == sorted(order)
@@ -314,7 +340,8 @@ def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
     def unit_calls(out, *extra):
         for f in (tmp_path / "ptxas-calls").iterdir():
             f.unlink()
-        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
+             "--no-cache", "--compiler",
              "ptxas", "--ptxas", wrapper, *extra])
         return [args for args, text in calls() if ".entry" in text]
 
@@ -331,7 +358,8 @@ def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
                for x in unit_calls(tmp_path / "c.cubin", "--relocatable-units"))
     for f in (tmp_path / "ptxas-calls").iterdir():
         f.unlink()
-    run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, "--no-cache",
+    run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, *PER_KERNEL,
+         "--no-cache",
          "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"])
     assert calls() and all("split-compile" not in x for x, _ in calls())
 
@@ -340,7 +368,7 @@ def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
     src = os.path.join(corpus_dir(), "clusters.ptx")
     env = dict(os.environ, TASKCACHE_NVJITLINK="none")
     out = tmp_path / "a.cubin"
-    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache",
+    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--no-cache",
              "--whole-program-units", "-v"], env=env)
     assert "need libnvJitLink" in p.stderr and "(nvlink)" in p.stderr
     assert len(elfsyms.kernels(str(out))) == 4
@@ -354,7 +382,8 @@ def test_the_default_unit_code_follows_the_linker(tmp_path):
     out = tmp_path / "a.cubin"
 
     def build_v(*extra, **env):
-        return run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "-v",
+        return run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
+                    "--no-cache", "-v",
                     *extra], env=dict(os.environ, **env)).stderr
 
     if nvjitlink_library() is not None:
@@ -387,30 +416,34 @@ def have_inprocess():
 def test_both_compile_backends(tmp_path):
     src = os.path.join(corpus_dir(), "printf_kernels.ptx")
     if not have_inprocess():
-        p = build(src, tmp_path / "x.cubin", None, "--compiler", "inprocess", check=False)
+        p = build(src, tmp_path / "x.cubin", None, *PER_KERNEL,
+                  "--compiler", "inprocess", check=False)
         assert p.returncode == 1 and "built without the in-process compiler" in p.stderr
         return
     cache = str(tmp_path / "cache")
     a, b = tmp_path / "ptxas.cubin", tmp_path / "inproc.cubin"
-    build(src, a, cache, "--compiler", "ptxas")
+    build(src, a, cache, *PER_KERNEL, "--compiler", "ptxas")
     s1 = stats(cache)
-    build(src, b, cache, "--compiler", "inprocess")
+    build(src, b, cache, *PER_KERNEL, "--compiler", "inprocess")
     s2 = stats(cache)
     # different compiler identities: nothing is shared between the two
     assert s2["compiles"] - s1["compiles"] == s1["compiles"]
     assert elfsyms.kernels(str(a)) == elfsyms.kernels(str(b))
     assert elfsyms.globals_(str(a)) == elfsyms.globals_(str(b))
-    keys_a = json.loads(tc("explain", src, "--arch", ARCH, "--cache-dir", cache, "--json",
+    keys_a = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL,
+                           "--cache-dir", cache, "--json",
                            "--compiler", "ptxas").stdout)
-    keys_b = json.loads(tc("explain", src, "--arch", ARCH, "--cache-dir", cache, "--json",
+    keys_b = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL,
+                           "--cache-dir", cache, "--json",
                            "--compiler", "inprocess").stdout)
     assert all(x["slice_key"] != y["slice_key"]
                for x, y in zip(keys_a["entries"], keys_b["entries"]))
     # both coexist in one cache: each is warm now
-    build(src, a, cache, "--compiler", "ptxas")
-    build(src, b, cache, "--compiler", "inprocess")
+    build(src, a, cache, *PER_KERNEL, "--compiler", "ptxas")
+    build(src, b, cache, *PER_KERNEL, "--compiler", "inprocess")
     assert stats(cache)["module_hits"] == 2
     # compile errors keep their input line numbers in-process too
     bad = ROOT / "tests" / "corpus" / "bad" / "bad_instruction.ptx"
-    p = build(str(bad), tmp_path / "bad.cubin", None, "--compiler", "inprocess", check=False)
+    p = build(str(bad), tmp_path / "bad.cubin", None, *PER_KERNEL,
+              "--compiler", "inprocess", check=False)
     assert p.returncode == 1 and f"{bad}:17: error:" in p.stderr

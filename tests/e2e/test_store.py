@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tchelp import ARCH, TASKCACHE, build, corpus_dir, stats, tc
+from tchelp import ARCH, PER_KERNEL, TASKCACHE, build, corpus_dir, stats, tc
 
 
 def records(cache, kind="*"):
@@ -28,13 +28,13 @@ def test_gc_evicts_least_recently_used(tmp_path):
     cache = str(tmp_path / "cache")
     mods = modules()
     for m in mods:
-        build(m, tmp_path / "o.cubin", cache)
+        build(m, tmp_path / "o.cubin", cache, *PER_KERNEL)
     # age every record, then use the first module again: its records are the
     # most recently used
     past = time.time() - 3600
     for r in records(cache):
         os.utime(r, (past, past))
-    build(mods[0], tmp_path / "o.cubin", cache, "--no-module-cache")
+    build(mods[0], tmp_path / "o.cubin", cache, "--no-module-cache", *PER_KERNEL)
     total = stats(cache)["disk_bytes"]
     g = json.loads(tc("gc", "--cache-dir", cache, "--max-size", str(total // 2), "--json").stdout)
     assert g["evicted_files"] > 0 and g["bytes"] <= total // 2 // 10 * 9
@@ -42,7 +42,7 @@ def test_gc_evicts_least_recently_used(tmp_path):
     assert s["evictions"] == g["evicted_files"]
     # the recently used units survived: a rebuild of module 0 compiles nothing
     before = s["compiles"]
-    build(mods[0], tmp_path / "o.cubin", cache, "--no-module-cache")
+    build(mods[0], tmp_path / "o.cubin", cache, "--no-module-cache", *PER_KERNEL)
     assert stats(cache)["compiles"] == before
     # an evicted module is rebuilt, never an error
     build(mods[3], tmp_path / "o.cubin", cache)
@@ -63,7 +63,7 @@ def test_evict_older_than(tmp_path):
 def test_builds_keep_within_the_limit(tmp_path):
     cache = str(tmp_path / "cache")
     for m in modules():
-        build(m, tmp_path / "o.cubin", cache, "--max-size", "40K")
+        build(m, tmp_path / "o.cubin", cache, "--max-size", "40K", *PER_KERNEL)
         assert stats(cache)["disk_bytes"] <= 40 * 1024
     assert stats(cache)["evictions"] > 0
     (tmp_path / "cache" / "taskcache.conf").write_text("max_size = 1G  # from the config file\n")
@@ -123,7 +123,7 @@ def test_failing_storage_warns_once_and_builds(tmp_path):
 def test_planted_links_are_never_followed(tmp_path):
     cache = tmp_path / "cache"
     m = modules()[0]
-    build(m, tmp_path / "a.cubin", str(cache))
+    build(m, tmp_path / "a.cubin", str(cache), *PER_KERNEL)
     outside = tmp_path / "outside"
     outside.mkdir()
     secret = outside / "secret"
@@ -136,7 +136,7 @@ def test_planted_links_are_never_followed(tmp_path):
         f.unlink()
     module_shard.rmdir()
     module_shard.symlink_to(outside, target_is_directory=True)
-    build(m, tmp_path / "b.cubin", str(cache))
+    build(m, tmp_path / "b.cubin", str(cache), *PER_KERNEL)
     assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
     assert sorted(p.name for p in outside.iterdir()) == ["secret"]
     assert secret.read_text() == "secret"
@@ -149,12 +149,13 @@ def test_concurrent_builds_compile_each_unit_once(tmp_path):
     cache = str(tmp_path / "cache")
     m = modules()[1]
     procs = [subprocess.Popen([TASKCACHE, "build", m, "-o", str(tmp_path / f"o{i}.cubin"),
-                               "--arch", ARCH, "--cache-dir", cache, "--compiler", "ptxas"],
+                               "--arch", ARCH, "--cache-dir", cache, "--compiler", "ptxas",
+                               *PER_KERNEL],
                               stderr=subprocess.PIPE) for i in range(6)]
     assert all(p.wait(timeout=300) == 0 for p in procs)
     outs = {(tmp_path / f"o{i}.cubin").read_bytes() for i in range(6)}
     assert len(outs) == 1
     s = stats(cache)
     units = json.loads(tc("explain", m, "--arch", ARCH, "--cache-dir", cache, "--json",
-                          "--compiler", "ptxas").stdout)["units"]
+                          "--compiler", "ptxas", *PER_KERNEL).stdout)["units"]
     assert s["compiles"] == units

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tchelp import ARCH, ROOT, TASKCACHE, build, run, stats, tc
+from tchelp import ARCH, PER_KERNEL, ROOT, TASKCACHE, build, run, stats, tc
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import hostile  # noqa: E402
@@ -181,15 +181,15 @@ def test_another_users_cache_directory_is_not_trusted(users, public, module, tmp
 def test_fifos_and_special_files(module, tmp_path):
     cache = tmp_path / "cache"
     good = tmp_path / "good.cubin"
-    build(module, good, cache)
-    (unit,) = hostile.records(cache, "u")
+    build(module, good, cache, *PER_KERNEL)  # unit records, as a large module has
+    unit = hostile.records(cache, "u")[0]
     for victim in (unit, unit.with_name(unit.name + ".lock"), cache / "stats",
                    cache / "stats.lock", cache / "taskcache.conf",
                    next((cache / "toolchain").iterdir())):
         victim.unlink(missing_ok=True)
         os.mkfifo(victim)
     out = tmp_path / "o.cubin"
-    build(module, out, cache, "--no-module-cache", timeout=60)
+    build(module, out, cache, "--no-module-cache", *PER_KERNEL, timeout=60)
     assert out.read_bytes() == good.read_bytes()
     os.unlink(unit)  # the build replaced it: plant another for verify
     os.mkfifo(unit)
@@ -231,7 +231,8 @@ def test_two_members_share_every_file(users, public):
     src.write_text(MODULE)
     os.chmod(src, 0o644)
     env = {"TASKCACHE_COMPILER": "ptxas"}
-    args = [TASKCACHE_ABS, "build", src, "-o", "/dev/null", "--arch", ARCH, "--cache-dir", cache]
+    args = [TASKCACHE_ABS, "build", src, "-o", "/dev/null", "--arch", ARCH, "--cache-dir", cache,
+            *PER_KERNEL]  # unit records, as a large module has
     users.run("alice", args, env=env)                    # both with umask 077
     users.run("mallory", [*args, "--no-module-cache", "-v"], env=env)
     wrong = [(p, oct(p.stat().st_mode & 0o7777)) for p in cache.rglob("*")
@@ -268,12 +269,13 @@ def test_toolchain_directory_planted_as_a_link(module, tmp_path):
 def test_bombs_and_sparse_files_cost_nothing(module, tmp_path):
     cache = tmp_path / "cache"
     good = tmp_path / "good.cubin"
-    build(module, good, cache)
+    build(module, good, cache, *PER_KERNEL)  # unit records, as a large module has
     (m,) = hostile.records(cache, "m")
     stored = hostile.bomb(m, 4 << 30)  # a valid record inflating to 4 GiB
     assert stored < 200 << 10
     out = tmp_path / "o.cubin"
-    cmd = [TASKCACHE, "build", module, "-o", out, "--arch", ARCH, "--cache-dir", cache]
+    cmd = [TASKCACHE, "build", module, "-o", out, "--arch", ARCH, "--cache-dir", cache,
+           *PER_KERNEL]
     rc, rss, cpu, wall, err = hostile.measure(cmd)
     assert rc == 0 and out.read_bytes() == good.read_bytes(), err
     assert rss < 200 << 20 and wall < 20, (rss, wall)
@@ -292,7 +294,7 @@ def test_bombs_and_sparse_files_cost_nothing(module, tmp_path):
 def test_waiting_on_a_held_lease_sleeps(module, tmp_path):
     cache = tmp_path / "cache"
     keys = {e["unit_key"] for e in json.loads(tc("explain", module, "--arch", ARCH, "--cache-dir",
-                                                cache, "--json").stdout)["entries"]}
+                                                cache, "--json", *PER_KERNEL).stdout)["entries"]}
     key = sorted(keys)[0]
     shard = cache / "v1" / ARCH / "u" / key[:2]
     shard.mkdir(parents=True, exist_ok=True)
@@ -302,7 +304,7 @@ def test_waiting_on_a_held_lease_sleeps(module, tmp_path):
         time.sleep(0.3)
         rc, rss, cpu, wall, err = hostile.measure(
             [TASKCACHE, "build", module, "-o", tmp_path / "o.cubin", "--arch", ARCH,
-             "--cache-dir", cache, "-j", "2"])
+             "--cache-dir", cache, "-j", "2", *PER_KERNEL])
     finally:
         holder.kill()
         holder.wait()

@@ -315,11 +315,14 @@ class Runner:
         out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
         # progress, so that a run cut short still says what it measured
         mode = "measure" if measure else "taskcache-ewp" if ewp else "taskcache" if taskcache else "driver"
-        print(f"  {prog} {mode} {os.path.basename(str(argv[0]))}: first call "
+        print(f"  {prog} {mode} {os.path.basename(str(argv[0])) if argv else ''}: first call "
               f"{out.get('first_call', 0):.2f} s, PTX {out['ptx_seconds']:.3f} s "
               f"({out.get('ptx_in_call', 0):.3f} s within the call"
               f"{', %d KB' % (out['ptx_bytes'] // 1000) if out['ptx_bytes'] else ''}), "
               f"compiled {out['compiled']}, wall {wall:.1f} s", flush=True)
+        if self.a.show_logs:
+            for l in lines:
+                print("    " + l, flush=True)
         return out
 
 
@@ -406,6 +409,9 @@ def check_quadrants(runner, rows, problems, physics, ops=1):
 def check_simple(runner, name, rows, problems, env=None):
     env = dict(env or {})
     base = runner.run(name, [], env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    # the driver's own PTX time, with an empty compute cache
+    meas = runner.run(name, [], measure=True, env=dict(env, **{
+        "CUPY_CACHE_DIR": fresh(runner, "cp"), "CUDA_CACHE_PATH": fresh(runner, "cuda")}))
     tc_cache = fresh(runner, "tc")
     first = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
                        env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
@@ -413,18 +419,20 @@ def check_simple(runner, name, rows, problems, env=None):
                         env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
     ewp = runner.run(name, [], taskcache=True, tc_cache=fresh(runner, "tc"), ewp=True,
                      env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
-    ok_hash = base["hash"] == first["hash"] == second["hash"] == ewp["hash"]
+    ok_hash = base["hash"] == meas["hash"] == first["hash"] == second["hash"] == ewp["hash"]
     built = [l for l in first["log"] if "built with taskcache" in l]
     rows.append((f"{name}: first call", f"{base['first_call']:.2f} s", f"{first['first_call']:.2f} s",
-                 f"{base['first_call'] / first['first_call']:.2f}x", "-",
-                 f"compiled {first['compiled']}, then {second['compiled']}", "-", "-"))
+                 f"{base['first_call'] / first['first_call']:.2f}x", f"{meas['ptx_seconds']:.3f} s",
+                 f"{first['ptx_seconds']:.3f} s; compiled {first['compiled']}, then "
+                 f"{second['compiled']}", "-", f"{meas['ptx_bytes'] / 1000:.0f} KB"))
     if not ok_hash:
         problems.append(f"{name}: results differ with taskcache")
     if not built:
         problems.append(f"{name}: nothing was built by taskcache: {first['log'][:3]}")
     if second["compiled"] != 0:
         problems.append(f"{name}: a second process compiled {second['compiled']} units")
-    return {"base": base, "first": first, "second": second, "whole_program_units": ewp}
+    return {"base": base, "measure": meas, "first": first, "second": second,
+            "whole_program_units": ewp}
 
 
 def save_report(out, rows, problems, missing, doc):
@@ -451,6 +459,8 @@ def main():
     ap.add_argument("--scenarios", default="cold,warm,edit,no-qd-cache",
                     help="Quadrants scenarios, in this order within each repetition (warm and "
                     "edit follow cold)")
+    ap.add_argument("--show-logs", action="store_true",
+                    help="print each run's interceptor log (what was built, in how long)")
     ap.add_argument("--need", default="", help="JITs whose absence is a failure")
     a = ap.parse_args()
     runner = Runner(a)
