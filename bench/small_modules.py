@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Small modules: what a cold build costs when all kernels fit in one unit.
+
+For every module of the real-world corpus (tests/realworld/corpus) that
+taskcache compiles whole because its kernels fit in one unit, times in
+fresh processes, with no cache (a cold build), interleaved:
+
+  whole      taskcache's default: the module as one compile, no link
+  split      --unit-cost 1000 (the default size given explicitly): the same
+             kernels as one unit, the module data as another, then a link
+             (what taskcache did before small modules were compiled whole)
+  ptxas      ptxas -arch=ARCH on the module ("-" where ptxas refuses it)
+
+and prints medians side by side. A JIT that hands the driver small modules
+(CuPy, numba-cuda, Quadrants' helper modules) pays the split column's extra
+on every cold module, the linker's first load included.
+
+    python3 bench/small_modules.py [--taskcache PATH] [--runs 5] [--arch sm_90]
+"""
+
+import argparse
+import json
+import lzma
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "realworld" / "corpus"
+
+
+def timed(cmd):
+    """Seconds, or None when the command fails."""
+    t = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t if p.returncode == 0 else None
+
+
+def ms(v):
+    return f"{v * 1e3:7.1f}ms" if v is not None else f"{'-':>9}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--taskcache", default=str(ROOT / "build" / "taskcache"))
+    ap.add_argument("--ptxas", default=shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="small-modules-")
+    try:
+        mods = []
+        for xz in sorted(CORPUS.glob("*/*.ptx.xz")):
+            ptx = os.path.join(work, f"{xz.parent.name}__{xz.name[:-3]}")
+            text = lzma.decompress(xz.read_bytes())
+            with open(ptx, "wb") as f:
+                f.write(text)
+            # PTX written for sm_90a (Triton's) compiles only for sm_90a
+            arch = "sm_90a" if re.search(rb"^\s*\.target\s+sm_90a", text, re.M) else a.arch
+            info = json.loads(subprocess.run(
+                [a.taskcache, "explain", ptx, "--arch", arch, "--no-cache", "--json"],
+                check=True, capture_output=True, text=True).stdout)
+            if "fit in one unit" in (info.get("whole_reason") or ""):
+                mods.append((f"{xz.parent.name}/{xz.name[:-7]}", ptx, len(info["entries"]), arch))
+        # Each build gets an empty cache that holds only the toolchain
+        # memos, as a user's cache does: with --no-cache every process
+        # would hash the compiler's bytes first.
+        primed = os.path.join(work, "primed")
+        subprocess.run([a.taskcache, "build", mods[0][1], "--arch", mods[0][3], "--cache-dir", primed,
+                        "-o", os.devnull], check=True, capture_output=True)
+        shutil.rmtree(os.path.join(primed, "v1"), ignore_errors=True)
+
+        def fresh():
+            d = tempfile.mkdtemp(dir=work)
+            os.rmdir(d)
+            shutil.copytree(primed, d)
+            return d
+
+        def tc(ptx, arch, *extra):
+            return [a.taskcache, "build", ptx, "--arch", arch, "--cache-dir", fresh(), "-o",
+                    os.devnull, *extra]
+        cmds = {"whole": lambda p, arch: tc(p, arch),
+                "split": lambda p, arch: tc(p, arch, "--unit-cost", "1000"),
+                "ptxas": lambda p, arch: [a.ptxas, f"-arch={arch}", p, "-o", os.devnull]}
+        print(f"{len(mods)} modules of one unit; cold builds in fresh processes, medians of "
+              f"{a.runs}, interleaved")
+        print(f"{'module':<44} {'kernels':>7} {'whole':>9} {'split':>9} {'ptxas':>9} "
+              f"{'split/whole':>11}")
+        ratios = []
+        for name, ptx, n, arch in mods:
+            t = {k: [] for k in cmds}
+            for _ in range(a.runs):
+                for k, c in cmds.items():
+                    t[k].append(timed(c(ptx, arch)))
+            m = {k: statistics.median(v) if None not in v else None for k, v in t.items()}
+            ratio = m["split"] / m["whole"] if m["split"] and m["whole"] else None
+            if ratio:
+                ratios.append(ratio)
+            print(f"{name:<44} {n:>7} {ms(m['whole'])} {ms(m['split'])} {ms(m['ptxas'])} "
+                  f"{f'{ratio:.2f}x' if ratio else 'failed':>11}")
+        if ratios:
+            print(f"median split/whole: {statistics.median(ratios):.2f}x "
+                  f"(range {min(ratios):.2f}-{max(ratios):.2f}x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
