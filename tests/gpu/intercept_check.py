@@ -461,6 +461,9 @@ def main():
                     "edit follow cold)")
     ap.add_argument("--show-logs", action="store_true",
                     help="print each run's interceptor log (what was built, in how long)")
+    ap.add_argument("--numba-path", default="",
+                    help="a directory put first on numba's PYTHONPATH (an older numpy, for a "
+                    "numba-cuda that needs one)")
     ap.add_argument("--need", default="", help="JITs whose absence is a failure")
     a = ap.parse_args()
     runner = Runner(a)
@@ -471,11 +474,23 @@ def main():
                          ("numba", "numba.cuda")):
         if name in skip:
             continue
-        try:
-            __import__(module)
-        except Exception as e:  # the JIT is not installed here
-            missing.append(f"{name} ({type(e).__name__}: {e})")
-            continue
+        # numba-cuda 0.30 imports np.row_stack, which numpy 2.5 removed: its
+        # runs can take an older numpy from a directory of their own
+        jit_env = ({"PYTHONPATH": os.pathsep.join(filter(None, (
+            a.numba_path, os.environ.get("PYTHONPATH"))))} if name == "numba" and a.numba_path
+            else {})
+        if jit_env:
+            p = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                               text=True, env=dict(os.environ, **jit_env))
+            if p.returncode != 0:
+                missing.append(f"{name} ({(p.stderr.strip().splitlines() or ['?'])[-1]})")
+                continue
+        else:
+            try:
+                __import__(module)
+            except Exception as e:  # the JIT is not installed here
+                missing.append(f"{name} ({type(e).__name__}: {e})")
+                continue
         print(f"[intercept] {name} ...", flush=True)
         try:
             if name == "physics":
@@ -486,7 +501,7 @@ def main():
                     save_report(a.out, rows, problems, missing, doc)
             else:
                 env = {"CUPY_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
-                doc[name] = check_simple(runner, name, rows, problems, env)
+                doc[name] = check_simple(runner, name, rows, problems, dict(env, **jit_env))
         except Exception as e:
             problems.append(f"{name}: {e}")
         # after each JIT, so that a run cut off by the device's time limit
