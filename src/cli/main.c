@@ -107,7 +107,8 @@ static const char usage_build[] =
     "\n"
     "When a module holds a construct that cannot be split safely (DWARF sections\n"
     "from -G, device-side launches, ...), it is compiled whole, still cached, and\n"
-    "a note says why.\n";
+    "a note says why. A module whose kernels fit in one unit is compiled whole\n"
+    "too, without a note: one compile and no link ('explain' says so).\n";
 
 static int add_opt(args *a, const char *opt)
 {

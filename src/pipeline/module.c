@@ -96,9 +96,9 @@ static int entries_from_module(tc_ptx_job *j)
     return 0;
 }
 
-/* The module as one compile (why says why: explain and the result tell;
- * a note in the diagnostics too when split builds were asked for and the
- * module could not have one, unless it is only small). */
+/* The module as one compile; why says why (explain and the module record
+ * keep it). A note in the diagnostics too, unless small: a module whose
+ * kernels fit in one unit gives nothing up by being whole. */
 static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
 {
     tc_session *s = j->s;
