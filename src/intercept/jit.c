@@ -372,9 +372,13 @@ static void note_built(const char *call, const tc_result *r, double t)
 {
     tc_report rep;
     tc_result_report(r, &rep);
-    note("%s: built with taskcache: %u kernels, %s%u of %u units from the cache, %u compiled, "
-         "%.3f s", call, rep.entries, rep.module_hit ? "module record hit, " : "",
-         rep.unit_hits, rep.units, rep.units_compiled, t);
+    if (!rep.split && !rep.module_hit) /* one compile of the module, no units */
+        note("%s: built with taskcache: %u kernels, compiled whole, %.3f s", call, rep.entries,
+             t);
+    else
+        note("%s: built with taskcache: %u kernels, %s%u of %u units from the cache, %u "
+             "compiled, %.3f s", call, rep.entries, rep.module_hit ? "module record hit, " : "",
+             rep.unit_hits, rep.units, rep.units_compiled, t);
 }
 
 /* ---- modules and libraries ------------------------------------------------------------- */

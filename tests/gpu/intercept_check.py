@@ -310,8 +310,10 @@ class Runner:
             out["ptx_in_call"] = sum(x for l, x in secs if t0 <= log_time(l) <= t1 + 0.002)
         out["ptx_bytes"] = sum(int(m.group(1)) for l in lines
                                for m in [re.search(r"compiled (\d+) bytes of PTX", l)] if m)
+        # units compiled; a module compiled whole is one compile
         out["compiled"] = sum(int(m.group(1)) for l in lines
-                              for m in [re.search(r"(\d+) compiled", l)] if m)
+                              for m in [re.search(r"(\d+) compiled", l)] if m) + \
+            sum("compiled whole" in l for l in lines)
         out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
         # progress, so that a run cut short still says what it measured
         mode = "measure" if measure else "taskcache-ewp" if ewp else "taskcache" if taskcache else "driver"
