@@ -533,8 +533,6 @@ tc_status tc_split_build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
     tc_result *r = s->r;
-    if (!j->units && tc_split_plan(j) != 0)
-        return TC_ERR_NOMEM;
     tc_status st = key_units(j);
     if (st != TC_OK)
         return st;

@@ -43,9 +43,8 @@ typedef struct tc_ptx_job {
 /* Groups the kernels into units (j->units, the module data first when
  * there is one). 0, or -1 out of memory. */
 int tc_split_plan(tc_ptx_job *j);
-/* Groups the kernels into units unless tc_split_plan did, keys them,
- * serves what the cache has, compiles the rest and links (explain: only
- * keys and looks up). */
+/* Keys the units tc_split_plan made, serves what the cache has, compiles
+ * the rest and links (explain: only keys and looks up). */
 tc_status tc_split_build(tc_ptx_job *j);
 /* Frees the units. */
 void tc_split_free(tc_ptx_job *j);

@@ -139,23 +139,23 @@ def test_both_linkers(tmp_path):
     key."""
     src = os.path.join(corpus_dir(), "func_pointers.ptx")
     cache = tmp_path / "cache"
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH, *PER_KERNEL,
-             "--cache-dir", cache, "-v", "--relocatable-units"])
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "nvlink.cubin", "--arch", ARCH,
+             *PER_KERNEL, "--cache-dir", cache, "-v", "--relocatable-units"])
     assert "(nvlink)" in p.stderr
     lib = nvjitlink_library()
     if lib is None:
         pytest.skip("no libnvJitLink.so in the toolkit")
     env = dict(os.environ, TASKCACHE_NVJITLINK=lib)
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH, *PER_KERNEL,
-             "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "jl.cubin", "--arch", ARCH,
+             *PER_KERNEL, "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "(nvJitLink)" in p.stderr and "module record hit" not in p.stderr
     assert "0 compiled" in p.stderr  # the units are shared; only the link differs
     a, b = str(tmp_path / "nvlink.cubin"), str(tmp_path / "jl.cubin")
     assert elfsyms.kernels(a) == elfsyms.kernels(b)
     assert elfsyms.globals_(a) == elfsyms.globals_(b)
     env["TASKCACHE_NVJITLINK"] = "none"  # back to nvlink: its module record
-    p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH, *PER_KERNEL,
-             "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "again.cubin", "--arch", ARCH,
+             *PER_KERNEL, "--cache-dir", cache, "-v", "--relocatable-units"], env=env)
     assert "module record hit" in p.stderr
 
 
@@ -179,14 +179,14 @@ def test_a_linker_that_drops_kernels_fails_the_build(tmp_path):
     fake.chmod(0o755)
     env = dict(os.environ, TASKCACHE_NVLINK=str(fake), TASKCACHE_NVJITLINK="none")
     cache, out = tmp_path / "cache", tmp_path / "out.cubin"
-    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--cache-dir", cache],
-            env=env, check=False)
+    p = run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--cache-dir",
+             cache], env=env, check=False)
     assert p.returncode != 0
     assert "the linked image lacks kernel" in p.stderr
     assert not out.exists()
     assert stats(cache)["module_records"] == 0
-    p = build(src, out, cache, *PER_KERNEL,
-              "-v")  # the real linker: units from the cache, a good image
+    # the real linker: units from the cache, a good image
+    p = build(src, out, cache, *PER_KERNEL, "-v")
     assert "0 compiled" in p.stderr
     assert elfsyms.kernels(str(out))
 
@@ -227,9 +227,8 @@ def test_whole_program_units_read_constants_where_the_image_has_them(tmp_path):
     src = os.path.join(corpus_dir(), "constant_mem.ptx")
     wrapper, calls = logging_ptxas(tmp_path)
     out, whole = tmp_path / "ewp.cubin", tmp_path / "whole.cubin"
-    run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
-         "--no-cache", "--compiler",
-         "ptxas", "--ptxas", wrapper, "--whole-program-units"])
+    run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--no-cache",
+         "--compiler", "ptxas", "--ptxas", wrapper, "--whole-program-units"])
     seen = calls()
     assert len(seen) == 6  # the module data and five units of one kernel
     assert all("--extensible-whole-program" in args for args, _ in seen)
@@ -340,9 +339,8 @@ def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
     def unit_calls(out, *extra):
         for f in (tmp_path / "ptxas-calls").iterdir():
             f.unlink()
-        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
-             "--no-cache", "--compiler",
-             "ptxas", "--ptxas", wrapper, *extra])
+        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL, "--no-cache",
+             "--compiler", "ptxas", "--ptxas", wrapper, *extra])
         return [args for args, text in calls() if ".entry" in text]
 
     two, one = tmp_path / "two.cubin", tmp_path / "one.cubin"
@@ -359,8 +357,7 @@ def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
     for f in (tmp_path / "ptxas-calls").iterdir():
         f.unlink()
     run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, *PER_KERNEL,
-         "--no-cache",
-         "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"])
+         "--no-cache", "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"])
     assert calls() and all("split-compile" not in x for x, _ in calls())
 
 
@@ -383,8 +380,7 @@ def test_the_default_unit_code_follows_the_linker(tmp_path):
 
     def build_v(*extra, **env):
         return run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, *PER_KERNEL,
-                    "--no-cache", "-v",
-                    *extra], env=dict(os.environ, **env)).stderr
+                    "--no-cache", "-v", *extra], env=dict(os.environ, **env)).stderr
 
     if nvjitlink_library() is not None:
         assert "split, whole-program units" in build_v()
@@ -430,12 +426,10 @@ def test_both_compile_backends(tmp_path):
     assert s2["compiles"] - s1["compiles"] == s1["compiles"]
     assert elfsyms.kernels(str(a)) == elfsyms.kernels(str(b))
     assert elfsyms.globals_(str(a)) == elfsyms.globals_(str(b))
-    keys_a = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL,
-                           "--cache-dir", cache, "--json",
-                           "--compiler", "ptxas").stdout)
-    keys_b = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL,
-                           "--cache-dir", cache, "--json",
-                           "--compiler", "inprocess").stdout)
+    keys_a = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL, "--cache-dir", cache,
+                           "--json", "--compiler", "ptxas").stdout)
+    keys_b = json.loads(tc("explain", src, "--arch", ARCH, *PER_KERNEL, "--cache-dir", cache,
+                           "--json", "--compiler", "inprocess").stdout)
     assert all(x["slice_key"] != y["slice_key"]
                for x, y in zip(keys_a["entries"], keys_b["entries"]))
     # both coexist in one cache: each is warm now
