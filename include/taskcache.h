@@ -408,8 +408,11 @@ TC_API tc_status tc_options_set_cancel(tc_options *opts, const volatile sig_atom
 TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 
 /* Target estimated cost of one compile unit in PTX statements (0 = the
- * default). Larger units amortize compiler start-up better cold; smaller
- * ones recompile less after an edit. Part of the module key. */
+ * default: 1000, or 500 with 8 jobs or more, and a module whose kernels fit
+ * in one unit of 1000 is compiled whole). Larger units amortize compiler
+ * start-up better cold; smaller ones recompile less after an edit and
+ * spread a cold build over more workers. Given, every module is split.
+ * Part of the module key. */
 TC_API tc_status tc_options_set_unit_cost(tc_options *opts, unsigned cost);
 
 /* ---- building ------------------------------------------------------------- */

@@ -31,8 +31,10 @@
 #   (h) Triton compiling through TRITON_PTXAS_PATH=taskcache ptxas:
 #       tests/gpu/triton_ptxas_check.py
 #   (i) taskcache run with JITs that hand PTX to the driver (Quadrants,
-#       CuPy, numba-cuda): tests/gpu/intercept_check.py (Quadrants comes
-#       as wheels; a JIT that is not installed is reported, not failed)
+#       CuPy, cuda.core; PyTorch's NVRTC kernels and numba-cuda, which
+#       hand it none here, are checked for identical results):
+#       tests/gpu/intercept_check.py (Quadrants comes as wheels; a JIT that
+#       is not installed is reported, not failed)
 # STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
@@ -441,7 +443,7 @@ fi
 if skipped intercept; then say "(i) SKIPPED on request"
 elif [ "$DRY" = 1 ]; then row "(i) taskcache run" "DRY" "needs a GPU" 0
 else
-    say "(i) taskcache run with Quadrants, CuPy, numba-cuda (tests/gpu/intercept_check.py)"
+    say "(i) taskcache run with Quadrants, CuPy, cuda.core, PyTorch, numba-cuda (tests/gpu/intercept_check.py)"
     timeout -k 10 "$(( $(left) > 90 ? $(left) - 20 : 70 ))" python3 tests/gpu/intercept_check.py \
         --taskcache "$TASKCACHE" --out "$WORK" ${GPU_CHECK_INTERCEPT_ARGS:-} > "$WORK/intercept.log" 2>&1
     irc=$?

@@ -15,6 +15,7 @@
 
 #include "pipeline/payload.h"
 #include "pipeline/split.h"
+#include "ptx/units.h"
 #include "toolchain/spawn.h"
 #include "util/fs.h"
 
@@ -186,10 +187,13 @@ static tc_status build(tc_ptx_job *j)
         return st;
     /* a relocatable object is one compile of the whole module (taskcache.h) */
     int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
+    /* the default size depends on the jobs: a module builds with the same
+     * units on every machine with as many workers */
+    uint32_t unit_cost = s->o->unit_cost ? s->o->unit_cost : tc_default_unit_cost(s->o->jobs);
     if (split)
-        /* unit cost 0: the default size, and a module of one unit whole */
-        snprintf(j->plan, sizeof j->plan, "split:%u:%s", s->o->unit_cost,
-                 s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
+        /* "default": a module of one unit is compiled whole */
+        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s", s->o->unit_cost ? "" : "default-",
+                 unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
     else
         snprintf(j->plan, sizeof j->plan, "%s",
                  s->o->output == TC_OUTPUT_OBJECT ? "object" : "whole");
@@ -224,15 +228,16 @@ static tc_status build(tc_ptx_job *j)
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 0) {
-        if (tc_split_plan(j) != 0)
+        /* One unit of the default size would hold every kernel: the split
+         * build would compile the same kernels once, plus the module data,
+         * and then link. The whole module is one compile with no link (no
+         * linker to load in a fresh process) and the compiler's own
+         * whole-program code. The choice depends only on the text and the
+         * options, as the module key does. A unit size given explicitly is
+         * a request for units, kept (tests and the GPU checks link a
+         * module as one unit so). */
+        if (tc_split_plan(j, s->o->unit_cost ? unit_cost : TC_UNIT_COST_DEFAULT) != 0)
             return TC_ERR_NOMEM;
-        /* One unit would hold every kernel: the split build would compile
-         * the same kernels once, plus the module data, and then link. The
-         * whole module is one compile with no link (no linker to load in a
-         * fresh process) and the compiler's own whole-program code. The
-         * choice depends only on the text and the options, as the module
-         * key does. A unit size given explicitly is a request for units,
-         * kept (tests and the GPU checks link a module as one unit so). */
         size_t code_units = j->nunits - (j->nunits && j->units[0].is_module_data);
         if ((small = code_units <= 1 && !s->o->unit_cost)) {
             snprintf(why, sizeof why,
@@ -240,6 +245,10 @@ static tc_status build(tc_ptx_job *j)
                      tc_slicer_entry_count(j->slicer));
             tc_split_free(j);
             rc = 1;
+        } else if (!s->o->unit_cost && unit_cost != TC_UNIT_COST_DEFAULT) {
+            tc_split_free(j);
+            if (tc_split_plan(j, unit_cost) != 0)
+                return TC_ERR_NOMEM;
         }
     }
     if (rc == 1 && j->m.may_crash_compiler && s->in_process && s->ptxas[0]) {

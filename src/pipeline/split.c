@@ -39,7 +39,7 @@ static int unit_tier(const tc_ptx_job *j) { return j->s->store && j->s->o->unit_
 
 /* ---- planning ----------------------------------------------------------- */
 
-int tc_split_plan(tc_ptx_job *j)
+int tc_split_plan(tc_ptx_job *j, uint32_t target)
 {
     tc_slicer *sl = j->slicer;
     size_t n = tc_slicer_entry_count(sl);
@@ -56,7 +56,7 @@ int tc_split_plan(tc_ptx_job *j)
         hash[i] = tc_digest_u64(&d);
         cost[i] = tc_slicer_entry_cost(sl, i);
     }
-    size_t k = tc_plan_units(cost, hash, n, j->s->o->unit_cost, first);
+    size_t k = tc_plan_units(cost, hash, n, target, first);
     int md = tc_slicer_has_module_data(sl);
     j->units = calloc(k + (size_t)md, sizeof *j->units);
     if (!j->units)

@@ -40,9 +40,10 @@ typedef struct tc_ptx_job {
     pthread_mutex_t emit_lock;  /* the slicer, which compile workers emit texts with */
 } tc_ptx_job;
 
-/* Groups the kernels into units (j->units, the module data first when
- * there is one). 0, or -1 out of memory. */
-int tc_split_plan(tc_ptx_job *j);
+/* Groups the kernels into units of about `target` PTX statements
+ * (j->units, the module data first when there is one). 0, or -1 out of
+ * memory. */
+int tc_split_plan(tc_ptx_job *j, uint32_t target);
 /* Keys the units tc_split_plan made, serves what the cache has, compiles
  * the rest and links (explain: only keys and looks up). */
 tc_status tc_split_build(tc_ptx_job *j);

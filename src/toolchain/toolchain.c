@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,11 +114,15 @@ static void stamp(const struct stat *st, char *buf, size_t n)
              (long long)st->st_ctim.tv_sec, (long)st->st_ctim.tv_nsec);
 }
 
-/* A memo's name in <root>/toolchain: a hash of the tool's path. */
+/* A memo's name in <root>/toolchain: a hash of the tool's path and of
+ * how identities are computed (memos of the whole-file SHA-256 that came
+ * before digest_file's chunks are not read as today's identities). */
 static void memo_name(const char *path, char name[TC_DIGEST_HEX_LEN + 1])
 {
+    char text[TC_PATH_MAX + 32];
+    int n = snprintf(text, sizeof text, "sha256 of 4 MiB chunks\n%s", path);
     tc_digest d;
-    tc_digest_of(path, strlen(path), &d);
+    tc_digest_of(text, n > 0 && (size_t)n < sizeof text ? (size_t)n : sizeof text - 1, &d);
     tc_digest_hex(&d, name);
     name[32] = '\0';
 }
@@ -190,34 +195,125 @@ static void write_memo(tc_store *memo, const char *name, const struct stat *st, 
     tc_sb_free(&rec);
 }
 
-/* SHA-256 of the file's bytes: a wrapper script, a patched build or
- * another release prints the same --version banner as often as not, and
- * only the bytes tell them apart (sccache keys its ptxas step the same
- * way). */
+/* The identity of a file is a digest of all its bytes: a wrapper script,
+ * a patched build or another release prints the same --version banner as
+ * often as not, and only the bytes tell them apart (sccache keys its
+ * ptxas step the same way). libnvJitLink is about 100 MB, which takes one
+ * core 0.15-0.6 s to hash: a cold build in a new cache would wait that
+ * long before its first lookup. So the file is hashed in 4 MiB chunks on
+ * as many threads as there are CPUs (at most 16), and its identity is the
+ * SHA-256 of its size and its chunks' SHA-256 digests, in order. */
+#define DIGEST_CHUNK (4u << 20)
+#define DIGEST_THREADS_MAX 16
+
+typedef struct file_digest {
+    int fd;
+    off_t size;
+    size_t nchunks;
+    tc_digest *chunks;
+    pthread_mutex_t lock;
+    size_t next;   /* the next chunk to take */
+    int error;     /* errno of a failed read, else 0 */
+} file_digest;
+
+static int digest_chunk(file_digest *f, size_t i, char *buf, size_t cap)
+{
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return ENOMEM;
+    off_t at = (off_t)i * DIGEST_CHUNK;
+    off_t end = at + DIGEST_CHUNK < f->size ? at + DIGEST_CHUNK : f->size;
+    int rc = 0;
+    while (at < end) {
+        size_t want = (size_t)(end - at) < cap ? (size_t)(end - at) : cap;
+        ssize_t n = pread(f->fd, buf, want, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? errno : EIO; /* a file that shrank under us */
+            break;
+        }
+        tc_hash_update(h, buf, (size_t)n);
+        at += n;
+    }
+    tc_hash_final(h, &f->chunks[i]);
+    tc_hash_free(h);
+    return rc;
+}
+
+static void *digest_worker(void *arg)
+{
+    file_digest *f = arg;
+    char *buf = malloc(1 << 16);
+    for (;;) {
+        pthread_mutex_lock(&f->lock);
+        size_t i = f->next++;
+        int stop = f->error || i >= f->nchunks;
+        if (!buf && !stop)
+            f->error = ENOMEM;
+        pthread_mutex_unlock(&f->lock);
+        if (stop || !buf)
+            break;
+        int rc = digest_chunk(f, i, buf, 1 << 16);
+        if (rc) {
+            pthread_mutex_lock(&f->lock);
+            f->error = rc;
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
 static int digest_file(const char *path, char *id, tc_sb *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    tc_hash *h = fd >= 0 ? tc_hash_new() : NULL;
-    if (!h) {
-        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(fd >= 0 ? ENOMEM : errno));
-        if (fd >= 0)
-            close(fd);
+    file_digest f = {.fd = open(path, O_RDONLY | O_CLOEXEC)};
+    struct stat st;
+    if (f.fd < 0 || fstat(f.fd, &st) != 0) {
+        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(errno));
+        if (f.fd >= 0)
+            close(f.fd);
         return -1;
     }
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0)
-            tc_hash_update(h, buf, (size_t)n);
-    int saved = errno;
-    close(fd);
+    f.size = st.st_size;
+    f.nchunks = (size_t)((f.size + DIGEST_CHUNK - 1) / DIGEST_CHUNK);
+    f.chunks = calloc(f.nchunks ? f.nchunks : 1, sizeof *f.chunks);
+    pthread_mutex_init(&f.lock, NULL);
+    if (!f.chunks)
+        f.error = ENOMEM;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
+    if (nthreads > DIGEST_THREADS_MAX)
+        nthreads = DIGEST_THREADS_MAX;
+    if (nthreads > f.nchunks)
+        nthreads = f.nchunks ? f.nchunks : 1;
+    pthread_t threads[DIGEST_THREADS_MAX];
+    size_t started = 0;
+    /* this thread is one of the workers; a thread that cannot start
+     * leaves its share to the others */
+    while (!f.error && started + 1 < nthreads &&
+           pthread_create(&threads[started], NULL, digest_worker, &f) == 0)
+        started++;
+    if (!f.error)
+        digest_worker(&f);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(threads[t], NULL);
+    pthread_mutex_destroy(&f.lock);
+    close(f.fd);
+    tc_hash *h = f.error ? NULL : tc_hash_new();
+    if (!h) {
+        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(f.error ? f.error : ENOMEM));
+        free(f.chunks);
+        return -1;
+    }
+    uint64_t size = (uint64_t)f.size;
+    tc_hash_field(h, "file size", &size, sizeof size);
+    tc_hash_field(h, "chunk digests", f.chunks, f.nchunks * sizeof *f.chunks);
     tc_digest d;
     tc_hash_final(h, &d);
     tc_hash_free(h);
-    if (n < 0) {
-        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(saved));
-        return -1;
-    }
+    free(f.chunks);
     tc_digest_hex(&d, id);
     return 0;
 }

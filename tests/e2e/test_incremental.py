@@ -43,6 +43,25 @@ def records(cache):
                   if p.is_file() and len(p.name) == 62 and "." not in p.name)
 
 
+def test_default_unit_size_follows_the_jobs(physics, tmp_path):
+    """With 8 jobs or more, default units are half as large, so that a cold
+    build on many cores does not wait for one large unit: more units, the
+    same kernels, a module record of its own (each build compiles its own
+    units); a unit size given explicitly is the same at any -j."""
+    cache = str(tmp_path / "cache")
+    few, many = (explain(physics["base"], cache, "-j", j) for j in ("2", "8"))
+    assert many["units"] > few["units"] > 1
+    assert [e["name"] for e in many["entries"]] == [e["name"] for e in few["entries"]]
+    build(physics["base"], tmp_path / "few.cubin", cache, "-j", "2")
+    p = build(physics["base"], tmp_path / "many.cubin", cache, "-j", "8", "-v")
+    assert "module record hit" not in p.stderr, p.stderr
+    assert elfsyms.kernels(str(tmp_path / "few.cubin")) == elfsyms.kernels(
+        str(tmp_path / "many.cubin"))
+    given = [explain(physics["base"], cache, "-j", j, "--unit-cost", "1000")["units"]
+             for j in ("2", "8")]
+    assert given == [few["units"], few["units"]]
+
+
 def test_cold_warm_edit(physics, tmp_path):
     cache = str(tmp_path / "cache")
     cold = tmp_path / "cold.cubin"

@@ -14,7 +14,14 @@ without `taskcache run`, the same inputs, results hashed:
   quadrants  the same with a kernel of N one-line loops (default 200)
   cupy       a RawModule of 24 kernels compiled by NVRTC to PTX
              (CUPY_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
-  numba      numba-cuda kernels (NVVM -> PTX -> the driver's linker)
+  cudacore   NVIDIA's cuda.core: NVRTC compiles 16 kernels to PTX, and
+             ObjectCode.get_kernel loads it (cuLibraryLoadData)
+  torch      PyTorch's torch.cuda._compile_kernel (NVRTC)
+  numba      numba-cuda kernels (NVVM -> PTX -> a linker: the driver's, or
+             nvJitLink where cuda.core finds it)
+
+A JIT whose PTX never reaches the driver (it makes machine code itself) is
+reported as such, with its results checked under taskcache run.
 
 Results must be identical with and without taskcache, also with
 --whole-program-units; a second process under taskcache must compile
@@ -96,6 +103,52 @@ for i in range(24):
     mod.get_function(f"k{i}")((256,), (256,), (x, cp.int32(x.size)))
 cp.cuda.Device().synchronize()
 print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.get().tobytes()).hexdigest()}))
+'''
+
+# NVIDIA's cuda.core (cuda-python): NVRTC compiles C++ to PTX, and
+# ObjectCode.get_kernel hands the PTX to the driver (cuLibraryLoadData)
+CUDACORE = r'''
+import hashlib, json, sys, time
+import numpy as np
+import cupy as cp
+try:
+    from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+except ImportError:
+    from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+dev = Device()
+dev.set_current()
+stream = dev.create_stream()
+src = "\n".join(
+    f'extern "C" __global__ void k{i}(float *x, int n) {{ int t = blockIdx.x * blockDim.x + threadIdx.x;'
+    f' if (t < n) x[t] = x[t] * {1.0 - i * 0.01}f + cosf(x[t]) * {i % 3 + 1}.0f; }}'
+    for i in range(16))
+x = cp.linspace(-1, 1, 1 << 16, dtype=cp.float32)
+cp.cuda.Device().synchronize()
+t0 = time.time()
+obj = Program(src, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("ptx")
+for i in range(16):
+    launch(stream, LaunchConfig(grid=256, block=256), obj.get_kernel(f"k{i}"),
+           np.uint64(x.data.ptr), np.int32(x.size))
+stream.sync()
+print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.get().tobytes()).hexdigest()}))
+'''
+
+# PyTorch's NVRTC kernels (torch.cuda._compile_kernel)
+TORCH = r'''
+import hashlib, json, sys, time
+import torch
+src = "\n".join(
+    f'extern "C" __global__ void k{i}(float *x, int n) {{ int t = blockIdx.x * blockDim.x + threadIdx.x;'
+    f' if (t < n) x[t] = x[t] * {1.0 + i * 0.02}f - tanhf(x[t]) * {i % 4 + 1}.0f; }}'
+    for i in range(16))
+x = torch.linspace(-1, 1, 1 << 16, dtype=torch.float32, device="cuda")
+torch.cuda.synchronize()
+t0 = time.time()
+for i in range(4):
+    k = torch.cuda._compile_kernel(src, f"k{i}")
+    k(grid=(256, 1, 1), block=(256, 1, 1), args=[x, x.numel()])
+torch.cuda.synchronize()
+print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.cpu().numpy().tobytes()).hexdigest()}))
 '''
 
 NUMBA = r'''
@@ -270,7 +323,7 @@ class Runner:
         self.work = tempfile.mkdtemp(prefix="intercept-check-")
         self.programs = {}
         for name, text in (("quadrants", QUADRANTS), ("physics", PHYSICS), ("cupy", CUPY),
-                           ("numba", NUMBA)):
+                           ("cudacore", CUDACORE), ("torch", TORCH), ("numba", NUMBA)):
             p = os.path.join(self.work, name + "_prog.py")
             with open(p, "w") as f:
                 f.write(textwrap.dedent(text))
@@ -408,15 +461,29 @@ def check_quadrants(runner, rows, problems, physics, ops=1):
             for (m, s), xs in res.items()}
 
 
+class HandsNoPtx(Exception):
+    """The JIT handed the driver no PTX."""
+
+
 def check_simple(runner, name, rows, problems, env=None):
     env = dict(env or {})
-    base = runner.run(name, [], env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    # cold: the JIT's and the driver's caches empty (a machine that ran the
+    # program before holds its modules in ~/.nv/ComputeCache)
+    base = runner.run(name, [], env=dict(env, **{
+        "CUPY_CACHE_DIR": fresh(runner, "cp"), "CUDA_CACHE_PATH": fresh(runner, "cuda")}))
     # the driver's own PTX time, with an empty compute cache
     meas = runner.run(name, [], measure=True, env=dict(env, **{
         "CUPY_CACHE_DIR": fresh(runner, "cp"), "CUDA_CACHE_PATH": fresh(runner, "cuda")}))
     tc_cache = fresh(runner, "tc")
     first = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
                        env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
+    if not meas["ptx_bytes"]:
+        # it makes machine code itself (NVRTC to cubin, PTX linked with
+        # nvJitLink): the driver is handed no PTX, so taskcache run has
+        # nothing to build and must only change nothing
+        if first["hash"] != base["hash"]:
+            problems.append(f"{name}: results differ under taskcache run")
+        raise HandsNoPtx(name)
     second = runner.run(name, [], taskcache=True, tc_cache=tc_cache,
                         env=dict(env, **{"CUPY_CACHE_DIR": fresh(runner, "cp")}))
     ewp = runner.run(name, [], taskcache=True, tc_cache=fresh(runner, "tc"), ewp=True,
@@ -470,10 +537,13 @@ def main():
     a = ap.parse_args()
     runner = Runner(a)
     rows, problems, missing, doc = [], [], [], {}
+    no_ptx = []  # JITs that run here but hand the driver no PTX: nothing to measure
     skip = set(filter(None, a.skip.split(",")))
     need = set(filter(None, a.need.split(",")))
-    for name, module in (("physics", "quadrants"), ("quadrants", "quadrants"), ("cupy", "cupy"),
-                         ("numba", "numba.cuda")):
+    # the quick JITs first: a run cut off by the device's time limit has them
+    for name, module in (("cupy", "cupy"), ("cudacore", "cuda.core"), ("torch", "torch"),
+                         ("numba", "numba.cuda"), ("quadrants", "quadrants"),
+                         ("physics", "quadrants")):
         if name in skip:
             continue
         # numba-cuda 0.30 imports np.row_stack, which numpy 2.5 removed: its
@@ -504,6 +574,9 @@ def main():
             else:
                 env = {"CUPY_COMPILE_WITH_PTX": "1"} if name == "cupy" else {}
                 doc[name] = check_simple(runner, name, rows, problems, dict(env, **jit_env))
+        except HandsNoPtx:
+            no_ptx.append(f"{name} (it makes machine code itself; results identical under "
+                          "taskcache run)")
         except Exception as e:
             problems.append(f"{name}: {e}")
         # after each JIT, so that a run cut off by the device's time limit
@@ -521,6 +594,8 @@ def main():
               f"{r[7]:>9}")
     for m in missing:
         print(f"   not installed: {m}")
+    for m in no_ptx:
+        print(f"   hands the driver no PTX: {m}")
     for p in problems:
         print(f"   PROBLEM: {p}")
     shutil.rmtree(runner.work, ignore_errors=True)
