@@ -187,8 +187,9 @@ static tc_status build(tc_ptx_job *j)
         return st;
     /* a relocatable object is one compile of the whole module (taskcache.h) */
     int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
-    /* the default size depends on the jobs: a module builds with the same
-     * units on every machine with as many workers */
+    /* the default size depends on the job count (ptx/units.h): machines
+     * on the same side of TC_UNIT_COST_MANY_JOBS build a module from the
+     * same units, and share their records */
     uint32_t unit_cost = s->o->unit_cost ? s->o->unit_cost : tc_default_unit_cost(s->o->jobs);
     if (split)
         /* "default": a module of one unit is compiled whole */
