@@ -254,6 +254,32 @@ def test_threads_and_fork(tmp_path, ptx):
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"] * 2
 
 
+def test_builds_hide_gpus_and_run_does_not(tmp_path):
+    """libnvJitLink's first use initializes the CUDA driver (0.19 s on a GPU
+    machine, 24 ms with no device visible), so the build commands hide the
+    devices in their own process and the compilers they start, which run
+    no GPU code; `taskcache run` hands the program its GPUs unchanged."""
+    from tchelp import PTXAS
+    seen = tmp_path / "seen"
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text(f'#!/bin/sh\nprintf %s "${{CUDA_VISIBLE_DEVICES-unset}}" > {seen}\n'
+                       f'exec {PTXAS} "$@"\n')
+    wrapper.chmod(0o755)
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(".version 8.0\n.target sm_90\n.address_size 64\n"
+                   ".visible .entry k(.param .u64 p)\n{\n ret;\n}\n")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0")
+    p = build(str(ptx), tmp_path / "k.cubin", None, "--compiler", "ptxas", "--ptxas",
+              str(wrapper), env=env)
+    assert p.returncode == 0 and seen.read_text() == "", seen.read_text()
+    lib = tmp_path / "libtaskcache_intercept.so"
+    lib.write_bytes(b"")  # an empty stand-in: the loader skips it
+    p = subprocess.run([TASKCACHE, "run", "--", "sh", "-c", 'printf %s "$CUDA_VISIBLE_DEVICES"'],
+                       capture_output=True, text=True,
+                       env=dict(env, TASKCACHE_INTERCEPT_LIB=str(lib)))
+    assert p.returncode == 0 and p.stdout == "0", (p.stdout, p.stderr)
+
+
 def test_run_command_line(tmp_path):
     p = subprocess.run([TASKCACHE, "run"], capture_output=True, text=True)
     assert p.returncode == 2 and "no command to run" in p.stderr
