@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/pool.h"
+#include "util/pool.h"
 #include "store/record.h"
 
 /* Counts the fields of one tag; -1 when the field list is malformed. */

@@ -13,7 +13,7 @@
 
 #include "link/elf.h"
 #include "pipeline/payload.h"
-#include "pipeline/pool.h"
+#include "util/pool.h"
 #include "ptx/units.h"
 #include "toolchain/spawn.h"
 #include "store/record.h"

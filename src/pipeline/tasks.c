@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "pipeline/payload.h"
-#include "pipeline/pool.h"
+#include "util/pool.h"
 #include "store/record.h"
 #include "util/fs.h"
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "toolchain/spawn.h"
+#include "util/pool.h"
 
 #ifndef TC_CUDA_BIN_DIR
 #define TC_CUDA_BIN_DIR ""
@@ -209,28 +210,28 @@ static void write_memo(tc_store *memo, const char *name, const struct stat *st, 
 typedef struct file_digest {
     int fd;
     off_t size;
-    size_t nchunks;
     tc_digest *chunks;
-    pthread_mutex_t lock;
-    size_t next;   /* the next chunk to take */
-    int error;     /* errno of a failed read, else 0 */
+    int *errors;   /* per chunk: errno of a failed read, else 0 */
 } file_digest;
 
-static int digest_chunk(file_digest *f, size_t i, char *buf, size_t cap)
+static tc_pool_step digest_chunk(void *ctx, size_t i)
 {
+    file_digest *f = ctx;
     tc_hash *h = tc_hash_new();
-    if (!h)
-        return ENOMEM;
+    if (!h) {
+        f->errors[i] = ENOMEM;
+        return TC_POOL_DONE;
+    }
+    char buf[1 << 16];
     off_t at = (off_t)i * DIGEST_CHUNK;
     off_t end = at + DIGEST_CHUNK < f->size ? at + DIGEST_CHUNK : f->size;
-    int rc = 0;
     while (at < end) {
-        size_t want = (size_t)(end - at) < cap ? (size_t)(end - at) : cap;
+        size_t want = (size_t)(end - at) < sizeof buf ? (size_t)(end - at) : sizeof buf;
         ssize_t n = pread(f->fd, buf, want, at);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            rc = n < 0 ? errno : EIO; /* a file that shrank under us */
+            f->errors[i] = n < 0 ? errno : EIO; /* a file that shrank under us */
             break;
         }
         tc_hash_update(h, buf, (size_t)n);
@@ -238,32 +239,7 @@ static int digest_chunk(file_digest *f, size_t i, char *buf, size_t cap)
     }
     tc_hash_final(h, &f->chunks[i]);
     tc_hash_free(h);
-    return rc;
-}
-
-static void *digest_worker(void *arg)
-{
-    file_digest *f = arg;
-    char *buf = malloc(1 << 16);
-    for (;;) {
-        pthread_mutex_lock(&f->lock);
-        size_t i = f->next++;
-        int stop = f->error || i >= f->nchunks;
-        if (!buf && !stop)
-            f->error = ENOMEM;
-        pthread_mutex_unlock(&f->lock);
-        if (stop || !buf)
-            break;
-        int rc = digest_chunk(f, i, buf, 1 << 16);
-        if (rc) {
-            pthread_mutex_lock(&f->lock);
-            f->error = rc;
-            pthread_mutex_unlock(&f->lock);
-            break;
-        }
-    }
-    free(buf);
-    return NULL;
+    return TC_POOL_DONE;
 }
 
 static int digest_file(const char *path, char *id, tc_sb *err)
@@ -277,45 +253,39 @@ static int digest_file(const char *path, char *id, tc_sb *err)
         return -1;
     }
     f.size = st.st_size;
-    f.nchunks = (size_t)((f.size + DIGEST_CHUNK - 1) / DIGEST_CHUNK);
-    f.chunks = calloc(f.nchunks ? f.nchunks : 1, sizeof *f.chunks);
-    pthread_mutex_init(&f.lock, NULL);
-    if (!f.chunks)
-        f.error = ENOMEM;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nthreads = cpus > 1 ? (size_t)cpus : 1;
-    if (nthreads > DIGEST_THREADS_MAX)
-        nthreads = DIGEST_THREADS_MAX;
-    if (nthreads > f.nchunks)
-        nthreads = f.nchunks ? f.nchunks : 1;
-    pthread_t threads[DIGEST_THREADS_MAX];
-    size_t started = 0;
-    /* this thread is one of the workers; a thread that cannot start
-     * leaves its share to the others */
-    while (!f.error && started + 1 < nthreads &&
-           pthread_create(&threads[started], NULL, digest_worker, &f) == 0)
-        started++;
-    if (!f.error)
-        digest_worker(&f);
-    for (size_t t = 0; t < started; t++)
-        pthread_join(threads[t], NULL);
-    pthread_mutex_destroy(&f.lock);
-    close(f.fd);
-    tc_hash *h = f.error ? NULL : tc_hash_new();
-    if (!h) {
-        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(f.error ? f.error : ENOMEM));
-        free(f.chunks);
-        return -1;
+    size_t n = (size_t)((f.size + DIGEST_CHUNK - 1) / DIGEST_CHUNK);
+    f.chunks = calloc(n ? n : 1, sizeof *f.chunks);
+    f.errors = calloc(n ? n : 1, sizeof *f.errors);
+    size_t *items = malloc((n ? n : 1) * sizeof *items);
+    int error = f.chunks && f.errors && items ? 0 : ENOMEM;
+    if (!error) {
+        for (size_t i = 0; i < n; i++)
+            items[i] = i;
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int jobs = cpus > DIGEST_THREADS_MAX ? DIGEST_THREADS_MAX : cpus > 1 ? (int)cpus : 1;
+        tc_pool_work w = {items, n, jobs, digest_chunk, NULL, &f};
+        if (tc_pool_run(&w) != 0)
+            error = ENOMEM;
+        for (size_t i = 0; i < n && !error; i++)
+            error = f.errors[i];
     }
-    uint64_t size = (uint64_t)f.size;
-    tc_hash_field(h, "file size", &size, sizeof size);
-    tc_hash_field(h, "chunk digests", f.chunks, f.nchunks * sizeof *f.chunks);
-    tc_digest d;
-    tc_hash_final(h, &d);
-    tc_hash_free(h);
+    close(f.fd);
+    tc_hash *h = error ? NULL : tc_hash_new();
+    if (h) {
+        uint64_t size = (uint64_t)f.size;
+        tc_hash_field(h, "file size", &size, sizeof size);
+        tc_hash_field(h, "chunk digests", f.chunks, n * sizeof *f.chunks);
+        tc_digest d;
+        tc_hash_final(h, &d);
+        tc_hash_free(h);
+        tc_digest_hex(&d, id);
+    } else {
+        tc_sb_printf(err, "cannot read '%s': %s", path, strerror(error ? error : ENOMEM));
+    }
     free(f.chunks);
-    tc_digest_hex(&d, id);
-    return 0;
+    free(f.errors);
+    free(items);
+    return h ? 0 : -1;
 }
 
 /* The last non-empty line of `path --version`, for display

@@ -4,7 +4,7 @@
  * waiting for another process costs a few wake-ups a second, not a core.
  * A worker with nothing due waits until an item finishes or comes back,
  * or the head's pause ends, since any of these can change what is left. */
-#include "pipeline/pool.h"
+#include "util/pool.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
-/* pool: the one worker pool of every pipeline. It runs a list of items
- * (units to compile, tasks to generate and compile) on up to -j threads,
- * in the order given; an item that must wait for another process goes
- * back to the end of the queue and is tried again after a pause, and a
- * pipeline that is cancelled stops handing out items. Internal. */
-#ifndef TC_PIPELINE_POOL_H
-#define TC_PIPELINE_POOL_H
+/* pool: the one worker pool. It runs a list of items (units to compile,
+ * tasks to generate and compile, chunks of a file to hash) on up to -j
+ * threads, in the order given; an item that must wait for another process
+ * goes back to the end of the queue and is tried again after a pause, and
+ * work that is cancelled stops handing out items. Internal. */
+#ifndef TC_UTIL_POOL_H
+#define TC_UTIL_POOL_H
 
 #include <stddef.h>
 
