@@ -5,6 +5,7 @@ fails cleanly (exit status 2, "no CUDA driver") where there is no driver.
 The GPU runs themselves are scripts/gpu-check.sh."""
 
 import ctypes
+import json
 import os
 import pathlib
 import subprocess
@@ -12,7 +13,7 @@ import sys
 
 import pytest
 
-from tchelp import ROOT, TASKCACHE, corpus_dir
+from tchelp import PTXAS, ROOT, TASKCACHE, corpus_dir
 
 GPU_DIR = ROOT / "tests" / "gpu"
 SPECS = sorted((GPU_DIR / "specs").glob("*.spec"))
@@ -71,6 +72,33 @@ def test_spec_images_without_gpu(spec, tmp_path):
             assert n[1] == n[3], f"only {line}: .nv.info parameter records missing?"
         p = gpu_run("--spec", spec, "--image", tmp_path / "img.cubin", "--build-only", "--out", out)
         assert p.returncode == 0, p.stderr + out.read_text()
+
+
+def test_identity_step_build_expectations(tmp_path):
+    """The GPU check's identity step, builds only: every module variant's
+    builds (cold, warm, edit, each build mode, units of one kernel and an
+    edit in them) meet the cache expectations the GPU run checks, whether
+    the module is compiled whole or split."""
+    if not PTXAS:
+        pytest.skip("ptxas not found")
+    if not os.access(GPU_RUN, os.X_OK):
+        pytest.fail(f"{GPU_RUN} is not built")
+    out = tmp_path / "identity.json"
+    p = subprocess.run([sys.executable, str(GPU_DIR / "gpu_check.py"), "identity", "--dry-run",
+                        "--work", str(tmp_path / "work"), "--json", str(out),
+                        "--corpus", corpus_dir(), "--ptxas", PTXAS, "--gpu-run", GPU_RUN],
+                       capture_output=True, text=True, env=ENV, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = json.loads(out.read_text())["rows"]
+    sys.path.insert(0, str(GPU_DIR))
+    import check_specs
+    assert len(rows) == sum(len(check_specs.module_variants(s.stem)) for s in SPECS)
+    bad = {r["module"]: r["problems"] for r in rows if r["result"] != "DRY"}
+    assert not bad, bad
+    # both paths are covered: modules compiled whole and modules split
+    whole = [r for r in rows if r["builds"]["cold"]["split"] == "0"]
+    assert whole and len(whole) < len(rows)
+    assert all(r["builds"]["edit-1"]["units_compiled"] == "1" for r in rows)
 
 
 def test_no_driver_fails_cleanly(tmp_path):

@@ -268,9 +268,13 @@ def explain_dump(dir_a, dir_b, after_line):
 # a taskcache problem
 # cold-1 and cold-ewp-1 compile every kernel as a unit of its own (--unit-cost
 # 1): unit boundaries decide which functions a unit holds and whether it may
-# be compiled whole-program, so every build mode is run with both groupings
+# be compiled whole-program, so every build mode is run with both groupings.
+# A module whose kernels fit in one default unit is compiled whole (cold,
+# warm and edit then check that path), so edit-1 and edit-ewp-1 build the
+# edit in the caches of cold-1 and cold-ewp-1: one unit compiled, the
+# others served, linked with the served ones.
 RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas", "cold-ewp", "cold-1",
-        "cold-ewp-1")
+        "cold-ewp-1", "edit-1", "edit-ewp-1")
 
 
 def identity_variant(args, base, variant):
@@ -318,7 +322,7 @@ def identity_variant(args, base, variant):
     cache_a, cache_b = os.path.join(d, "cache"), os.path.join(d, "cache-ptxas")
     cache_c = os.path.join(d, "cache-ewp")
     cache_d, cache_e = os.path.join(d, "cache-1"), os.path.join(d, "cache-ewp-1")
-    # cold, warm, edit, cold-ptxas and cold-1 compile relocatable units, the
+    # cold, warm, edit, cold-ptxas, cold-1 and edit-1 compile relocatable units, the
     # -ewp runs whole-program units (taskcache's default with libnvJitLink)
     rel = "--relocatable-units"
     runs = {
@@ -338,6 +342,11 @@ def identity_variant(args, base, variant):
                    "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp-1": ["--ptx", ptx, "--cache", cache_e, "--unit-cost", "1",
                        "--whole-program-units", "--expect-compiled", "all",
+                       "--expect-module-hit", "0"],
+        "edit-1": ["--ptx", edit_ptx, "--cache", cache_d, "--unit-cost", "1", rel,
+                   "--expect-compiled", "1", "--expect-module-hit", "0"],
+        "edit-ewp-1": ["--ptx", edit_ptx, "--cache", cache_e, "--unit-cost", "1",
+                       "--whole-program-units", "--expect-compiled", "1",
                        "--expect-module-hit", "0"],
     }
     env = {"TASKCACHE_COMPILER": None, "TASKCACHE_DIR": None}
@@ -467,11 +476,14 @@ def cmd_identity(args):
             rows.append(row)
             b = row.get("builds", {})
             facts = []
-            if "cold" in b:
+            if "cold" in b and b["cold"].get("split") == "0":
+                facts.append(f"cold compiled whole ({row.get('compiler')})")
+            elif "cold" in b:
                 facts.append(f"cold {b['cold'].get('units_compiled')}/{b['cold'].get('units')} "
                              f"units ({row.get('compiler')})")
-            if "edit" in b:
-                facts.append(f"edit {b['edit'].get('units_compiled')} compiled")
+            for name in ("edit", "edit-1"):
+                if name in b and b[name].get("split") != "0":
+                    facts.append(f"{name} {b[name].get('units_compiled')} compiled")
             log(f"(a) {row['module']}: {row['result']}" + (f" [{'; '.join(facts)}]" if facts else "")
                 + ("" if not row.get("problems") else " -- " + " / ".join(row["problems"])))
             for n in row.get("notes", []):
@@ -986,7 +998,7 @@ def cmd_summary(args):
                      if npass == n else "FAIL",
                      f"{npass}/{n} module variants: whole ptxas = taskcache cold = warm = edit = "
                      f"cold --compiler ptxas = cold whole-program units, each also with "
-                     f"--unit-cost 1"))
+                     f"--unit-cost 1 (edit too)"))
     sass = load(os.path.join(w, "sass.json"))
     if sass is None:
         if "sass" not in quiet:
