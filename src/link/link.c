@@ -91,7 +91,11 @@ static int load_nvjitlink(const char *path, tc_sb *log)
 
 /* The first nvJitLinkCreate of a process costs about 0.2 s on the GPU
  * machine (almost all system time; later ones 0.2 ms), so a build that will
- * link starts it on a thread while its units compile. */
+ * link starts it on a thread while its units compile. With no GPU visible
+ * to the CUDA driver (the build commands hide them, see cli/main.c) the
+ * first costs 18 ms and every later one 14 ms: the handle the prewarm made
+ * is kept for the link that follows, which saves one create on the
+ * critical path. */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t done;
@@ -99,7 +103,8 @@ static struct {
     pthread_t thread;
     char path[TC_PATH_MAX];
     char archopt[64];
-} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "", ""};
+    nvjl_handle handle; /* made by the prewarm for archopt, not yet taken */
+} warm = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, "", "", NULL};
 
 /* A forked child has only the thread that forked. Were the fork to land
  * while the prewarm thread runs, the child would wait forever for a thread
@@ -124,6 +129,10 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     pthread_cond_init(&warm.done, NULL); /* the parent's waiters are not here */
+    /* Neither is the library's state behind the parent's handle: the child
+     * makes its own (left, not destroyed: destroying could touch that
+     * state) */
+    warm.handle = NULL;
     if (warm.state == 2)
         warm.state = 3; /* nor its finished thread: nothing to join */
     pthread_mutex_unlock(&jl.lock);
@@ -145,14 +154,15 @@ static void *prewarm_thread(void *arg)
 {
     (void)arg;
     tc_sb log = TC_SB_INIT;
+    nvjl_handle h = NULL;
     if (load_nvjitlink(warm.path, &log) == 0) {
-        nvjl_handle h = NULL;
         const char *opts[] = {warm.archopt};
-        if (jl.create(&h, 1, opts) == NVJL_SUCCESS)
-            jl.destroy(&h);
+        if (jl.create(&h, 1, opts) != NVJL_SUCCESS)
+            h = NULL;
     }
     tc_sb_free(&log); /* a failure shows again, with its message, at link */
     pthread_mutex_lock(&warm.lock);
+    warm.handle = h;
     warm.state = 2;
     pthread_cond_broadcast(&warm.done);
     pthread_mutex_unlock(&warm.lock);
@@ -192,6 +202,20 @@ void tc_linker_prewarm_wait(void)
         pthread_join(warm.thread, NULL);
 }
 
+/* The prewarm's handle, when it was made for this library and target (a
+ * handle has taken no input until nvJitLinkAddData); else NULL. */
+static nvjl_handle take_prewarmed(const char *path, const char *archopt)
+{
+    pthread_mutex_lock(&warm.lock);
+    nvjl_handle h = NULL;
+    if (warm.handle && !strcmp(warm.path, path) && !strcmp(warm.archopt, archopt)) {
+        h = warm.handle;
+        warm.handle = NULL;
+    }
+    pthread_mutex_unlock(&warm.lock);
+    return h;
+}
+
 static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
                           tc_sb *image, tc_sb *log)
 {
@@ -201,8 +225,8 @@ static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *o
     char archopt[64];
     snprintf(archopt, sizeof archopt, "-arch=%s", arch);
     const char *opts[] = {archopt};
-    nvjl_handle h = NULL;
-    int rc = jl.create(&h, 1, opts);
+    nvjl_handle h = take_prewarmed(l->path, archopt);
+    int rc = h ? NVJL_SUCCESS : jl.create(&h, 1, opts);
     if (rc != NVJL_SUCCESS) {
         tc_sb_printf(log, "nvJitLinkCreate failed (%d) for %s\n", rc, arch);
         return -1;

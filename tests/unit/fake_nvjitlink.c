@@ -1,7 +1,8 @@
 /* fake_nvjitlink: a stand-in for libnvJitLink whose first use is slow on
  * purpose (nvJitLinkCreate sleeps $FAKE_NVJITLINK_DELAY_MS, default 500
  * ms), so that a test can fork while taskcache's prewarm thread is inside
- * it. It links nothing: nvJitLinkComplete fails with a message. */
+ * it, and which counts its creates (fake_nvjitlink_creates). It links
+ * nothing: nvJitLinkComplete fails with a message. */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
@@ -18,8 +19,14 @@ int nvJitLinkGetLinkedCubin(void *h, void *cubin);
 int nvJitLinkGetErrorLogSize(void *h, size_t *size);
 int nvJitLinkGetErrorLog(void *h, char *log);
 
+int fake_nvjitlink_creates(void);
+
 static const char message[] = "fake nvJitLink: links nothing";
 enum { FAKE_ERROR = 6 };
+static int creates;
+
+/* nvJitLinkCreate calls so far, in this process */
+int fake_nvjitlink_creates(void) { return __atomic_load_n(&creates, __ATOMIC_SEQ_CST); }
 
 int nvJitLinkCreate(void **h, uint32_t n, const char **opts)
 {
@@ -29,6 +36,7 @@ int nvJitLinkCreate(void **h, uint32_t n, const char **opts)
     long ms = e ? atol(e) : 500;
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+    __atomic_add_fetch(&creates, 1, __ATOMIC_SEQ_CST);
     *h = malloc(1);
     return *h ? 0 : FAKE_ERROR;
 }
