@@ -28,6 +28,8 @@ import tempfile
 import time
 
 HEADER = struct.Struct("<4sIIIQQ")   # magic, format, kind, flags, raw size, stored size
+FORMAT = 2                           # src/store/record.h: TC_RECORD_FORMAT
+FRAME = 512 << 10                    # TC_RECORD_FRAME: a payload's frames hold this much
 SYSTEM_PYTHON = "/usr/bin/python3"   # one that every user can run
 
 
@@ -116,12 +118,18 @@ def zstd():
     return _zstd
 
 
-def compress(data, level=1):
+def compress_frame(data, level):
     z = zstd()
     bound = z.ZSTD_compressBound(len(data))
     out = ctypes.create_string_buffer(bound)
     n = z.ZSTD_compress(out, bound, data, len(data), level)
     return out.raw[:n]
+
+
+def compress(data, level=1):
+    """As the writer stores a payload: frames of FRAME bytes, each alone."""
+    cuts = range(0, len(data), FRAME) if data else [0]
+    return b"".join(compress_frame(data[i:i + FRAME], level) for i in cuts)
 
 
 def decompress(data, raw):
@@ -146,7 +154,7 @@ def put_fields(fs):
 
 def record(kind, key, stored, raw, flags=1):
     """A record whose plain checksum verifies, as any writer can make one."""
-    hdr = HEADER.pack(b"TCR\x01", 1, kind, flags, raw, len(stored)) + key
+    hdr = HEADER.pack(b"TCR\x01", FORMAT, kind, flags, raw, len(stored)) + key
     return hdr + hashlib.sha256(hdr + stored).digest() + stored
 
 
@@ -169,12 +177,12 @@ def forge_image(path, image):
 
 def bomb(path, raw):
     """Replaces a record with a valid one whose frames really inflate to
-    raw zero bytes (64 MiB frames, each compressed alone)."""
+    raw zero bytes (frames of FRAME bytes, as the writer cuts them)."""
     rec = open(path, "rb").read()
     kind, key = HEADER.unpack_from(rec)[2], rec[32:64]
-    chunk = 64 << 20
-    full, rest = divmod(raw, chunk)
-    stored = compress(b"\0" * chunk, 19) * full + (compress(b"\0" * rest, 19) if rest else b"")
+    full, rest = divmod(raw, FRAME)
+    stored = (compress_frame(b"\0" * FRAME, 19) * full
+              + (compress_frame(b"\0" * rest, 19) if rest else b""))
     replace(path, record(kind, key, stored, raw))
     return len(stored)
 

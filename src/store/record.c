@@ -5,6 +5,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "util/pool.h"
+
 static const unsigned char magic[4] = {'T', 'C', 'R', 1};
 
 #define FLAG_ZSTD 1u
@@ -71,21 +73,97 @@ static int checksum(const unsigned char *hdr, const unsigned char *stored, size_
     return 0;
 }
 
+/* The frames of a payload of len bytes: TC_RECORD_FRAME raw bytes each,
+ * the last shorter; an empty payload is one empty frame. */
+static size_t frame_count(uint64_t len)
+{
+    return len ? (size_t)((len + TC_RECORD_FRAME - 1) / TC_RECORD_FRAME) : 1;
+}
+
+static size_t frame_len(uint64_t len, size_t i)
+{
+    uint64_t left = len - (uint64_t)i * TC_RECORD_FRAME;
+    return (size_t)(left < TC_RECORD_FRAME ? left : TC_RECORD_FRAME);
+}
+
+/* Frames compress and decompress on threads of their own: a linked image
+ * of 2 MB is four frames, and its decompression was most of a warm
+ * build. */
+#define FRAME_THREADS_MAX 8
+
+typedef struct {
+    const unsigned char *raw; /* the payload */
+    uint64_t len;
+    unsigned char **out;      /* per frame: its compressed bytes */
+    size_t *size;             /* per frame: how many, or a zstd error code */
+} frame_job;
+
+static tc_pool_step compress_frame(void *ctx, size_t i)
+{
+    frame_job *f = ctx;
+    size_t n = frame_len(f->len, i), bound = ZSTD_compressBound(n);
+    if (!(f->out[i] = malloc(bound ? bound : 1)))
+        f->size[i] = (size_t)-1;
+    else /* level 1: records are written on the edit path; objects still shrink 2-4x */
+        f->size[i] = ZSTD_compress(f->out[i], bound, f->raw + i * TC_RECORD_FRAME, n, 1);
+    return TC_POOL_DONE;
+}
+
+/* Runs fn on every frame, on up to FRAME_THREADS_MAX threads. 0, or -1
+ * out of memory. */
+static int each_frame(size_t n, tc_pool_step (*fn)(void *ctx, size_t i), void *ctx)
+{
+    if (n == 1) { /* most records: no thread to start */
+        fn(ctx, 0);
+        return 0;
+    }
+    size_t *items = malloc(n * sizeof *items);
+    if (!items)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        items[i] = i;
+    tc_pool_work w = {items, n, tc_pool_cpus(FRAME_THREADS_MAX), fn, NULL, ctx};
+    int rc = tc_pool_run(&w);
+    free(items);
+    return rc;
+}
+
+/* The payload as zstd frames, one after another, into body (room for
+ * every frame's bound). The stored size, or 0 when compression failed. */
+static size_t compress_frames(const void *payload, uint64_t len, unsigned char *body)
+{
+    size_t n = frame_count(len), z = 0;
+    frame_job f = {payload, len, calloc(n, sizeof *f.out), calloc(n, sizeof *f.size)};
+    int ok = f.out && f.size && each_frame(n, compress_frame, &f) == 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = !ZSTD_isError(f.size[i]);
+        if (ok) {
+            memcpy(body + z, f.out[i], f.size[i]);
+            z += f.size[i];
+        }
+    }
+    for (size_t i = 0; f.out && i < n; i++)
+        free(f.out[i]);
+    free(f.out);
+    free(f.size);
+    return ok ? z : 0;
+}
+
 int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, size_t len,
                      const tc_hmac_key *mac, tc_sb *out)
 {
     if (len > tc_record_max_payload(kind))
         return -1; /* readers would refuse it */
-    size_t bound = ZSTD_compressBound(len);
+    size_t bound = 0, frames = frame_count(len);
+    for (size_t i = 0; i < frames; i++)
+        bound += ZSTD_compressBound(frame_len(len, i));
     if (tc_sb_reserve(out, TC_RECORD_HEADER + bound) != 0)
         return -1;
     size_t base = out->len;
     unsigned char *hdr = (unsigned char *)out->data + base;
     unsigned char *body = hdr + TC_RECORD_HEADER;
-    /* Level 1: records are written on the edit path, where compression time
-     * counts; object files still shrink 2-4x. */
-    size_t z = ZSTD_compress(body, bound, payload, len, 1);
-    if (ZSTD_isError(z))
+    size_t z = compress_frames(payload, len, body);
+    if (!z)
         return -1;
     /* past the ratio readers accept (a frame like that is a bomb to them):
      * stored as it is */
@@ -114,6 +192,61 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
     return 0;
 }
 
+typedef struct {
+    const unsigned char **at; /* per frame: where it is stored */
+    size_t *size;             /* per frame: its stored bytes */
+    char *out;
+    uint64_t len;
+    int *failed;
+} unframe_job;
+
+static tc_pool_step decompress_frame(void *ctx, size_t i)
+{
+    unframe_job *f = ctx;
+    size_t n = frame_len(f->len, i);
+    size_t got = ZSTD_decompress(f->out + i * TC_RECORD_FRAME, n, f->at[i], f->size[i]);
+    if (ZSTD_isError(got) || got != n)
+        __atomic_store_n(f->failed, 1, __ATOMIC_RELAXED);
+    return TC_POOL_DONE;
+}
+
+/* The stored frames of a payload of raw bytes, decompressed into a new
+ * buffer (with a NUL after it). Exactly the frames the encoder writes --
+ * frame_count(raw) of them, each declaring its size -- filling exactly
+ * `stored` bytes: checked before anything is allocated, so the buffer is
+ * all the memory a record can take. 0, or -1. */
+static int decompress_frames(const unsigned char *body, size_t stored, uint64_t raw, char **out)
+{
+    size_t n = frame_count(raw);
+    unframe_job f = {malloc(n * sizeof *f.at), malloc(n * sizeof *f.size), NULL, raw, NULL};
+    int failed = 0, rc = -1;
+    f.failed = &failed;
+    if (!f.at || !f.size)
+        goto done;
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t z = ZSTD_findFrameCompressedSize(body + off, stored - off);
+        if (ZSTD_isError(z) ||
+            ZSTD_getFrameContentSize(body + off, z) != (unsigned long long)frame_len(raw, i))
+            goto done;
+        f.at[i] = body + off;
+        f.size[i] = z;
+        off += z;
+    }
+    if (off != stored || !(f.out = malloc((size_t)raw + 1)))
+        goto done;
+    if (each_frame(n, decompress_frame, &f) != 0 || failed) {
+        free(f.out);
+        goto done;
+    }
+    *out = f.out;
+    rc = 0;
+done:
+    free(f.at);
+    free(f.size);
+    return rc;
+}
+
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
                      const tc_hmac_key *mac, char **payload, size_t *plen)
 {
@@ -139,22 +272,14 @@ int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_diges
         !tc_digest_equal(&sum, &want))
         return -1;
     const unsigned char *body = hdr + TC_RECORD_HEADER;
-    /* one frame, as the encoder writes, declaring exactly the header's
-     * size: the output buffer below is then all the memory it can take */
-    if ((flags & FLAG_ZSTD) && (ZSTD_findFrameCompressedSize(body, (size_t)stored) != stored ||
-                                ZSTD_getFrameContentSize(body, (size_t)stored) != raw))
-        return -1;
-    char *out = malloc((size_t)raw + 1);
-    if (!out)
-        return -1;
+    char *out = NULL;
     if (flags & FLAG_ZSTD) {
-        size_t n = ZSTD_decompress(out, (size_t)raw, body, (size_t)stored);
-        if (ZSTD_isError(n) || n != raw) {
-            free(out);
+        if (decompress_frames(body, (size_t)stored, raw, &out) != 0)
             return -1;
-        }
-    } else {
+    } else if ((out = malloc((size_t)raw + 1))) {
         memcpy(out, body, (size_t)raw);
+    } else {
+        return -1;
     }
     out[raw] = '\0';
     *payload = out;

@@ -21,6 +21,9 @@
  * a frame that claims more is a decompression bomb; the writer stores a
  * payload that would compress further as it is), so no record, however
  * forged, costs more memory than that.
+ * A compressed payload is stored as independent zstd frames of
+ * TC_RECORD_FRAME bytes each (the last shorter), one after another, each
+ * declaring its size: frames compress and decompress on several threads.
  * The payload is a sequence of fields, each (u32 tag, u64 length, bytes),
  * so readers skip tags they do not know. */
 #ifndef TC_STORE_RECORD_H
@@ -32,7 +35,11 @@
 #include "util/hash.h"
 #include "util/strbuf.h"
 
-#define TC_RECORD_FORMAT 1u
+/* 2: payloads in frames of TC_RECORD_FRAME bytes (1: one frame). The
+ * format is part of every key, so versions that write different formats
+ * keep different records, side by side. */
+#define TC_RECORD_FORMAT 2u
+#define TC_RECORD_FRAME ((size_t)512 << 10)
 #define TC_RECORD_HEADER 96u
 #define TC_RECORD_MAX_RATIO 4096u
 

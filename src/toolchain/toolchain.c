@@ -261,9 +261,7 @@ static int digest_file(const char *path, char *id, tc_sb *err)
     if (!error) {
         for (size_t i = 0; i < n; i++)
             items[i] = i;
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        int jobs = cpus > DIGEST_THREADS_MAX ? DIGEST_THREADS_MAX : cpus > 1 ? (int)cpus : 1;
-        tc_pool_work w = {items, n, jobs, digest_chunk, NULL, &f};
+        tc_pool_work w = {items, n, tc_pool_cpus(DIGEST_THREADS_MAX), digest_chunk, NULL, &f};
         if (tc_pool_run(&w) != 0)
             error = ENOMEM;
         for (size_t i = 0; i < n && !error; i++)

@@ -1,44 +1,42 @@
-/* hash: SHA-256 wrapper over OpenSSL EVP (hardware accelerated where the
- * CPU has SHA extensions). */
+/* hash: SHA-256 through libcrypto's SHA256_* functions (hardware
+ * accelerated where the CPU has SHA extensions).
+ *
+ * Not the EVP interface: a process's first EVP digest initializes
+ * OpenSSL's providers (and reads openssl.cnf), 1-2 ms that a warm build --
+ * a host's first tc_build, a fresh CLI -- pays before its one record read;
+ * SHA256_Init costs nothing and runs the same code. The functions are
+ * deprecated since OpenSSL 3.0 but still exported; asking for the 1.1.1 API
+ * declares them without the deprecation attribute. */
+#define OPENSSL_API_COMPAT 10101
 #include "util/hash.h"
 
-#include <openssl/evp.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <string.h>
 
 struct tc_hash {
-    EVP_MD_CTX *ctx;
+    SHA256_CTX ctx;
 };
 
 tc_hash *tc_hash_new(void)
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (!ctx)
-        return NULL;
-    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-        EVP_MD_CTX_free(ctx);
-        return NULL;
-    }
     tc_hash *h = (tc_hash *)OPENSSL_malloc(sizeof *h);
-    if (!h) {
-        EVP_MD_CTX_free(ctx);
-        return NULL;
-    }
-    h->ctx = ctx;
+    if (h)
+        SHA256_Init(&h->ctx);
     return h;
 }
 
 void tc_hash_free(tc_hash *h)
 {
-    if (!h)
-        return;
-    EVP_MD_CTX_free(h->ctx);
+    if (h)
+        OPENSSL_cleanse(h, sizeof *h); /* an HMAC's state holds the secret's pad */
     OPENSSL_free(h);
 }
 
 void tc_hash_update(tc_hash *h, const void *p, size_t n)
 {
     if (n)
-        EVP_DigestUpdate(h->ctx, p, n);
+        SHA256_Update(&h->ctx, p, n);
 }
 
 void tc_hash_field(tc_hash *h, const char *tag, const void *p, size_t n)
@@ -59,9 +57,8 @@ void tc_hash_field_str(tc_hash *h, const char *tag, const char *s)
 
 void tc_hash_final(tc_hash *h, tc_digest *out)
 {
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(h->ctx, out->b, &n);
-    EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL);
+    SHA256_Final(out->b, &h->ctx);
+    SHA256_Init(&h->ctx);
 }
 
 void tc_hmac_key_init(tc_hmac_key *k, const void *secret, size_t len)
@@ -109,8 +106,11 @@ int tc_digest_equal(const tc_digest *a, const tc_digest *b)
 
 void tc_digest_of(const void *p, size_t n, tc_digest *out)
 {
-    unsigned int len = 0;
-    EVP_Digest(p, n, out->b, &len, EVP_sha256(), NULL);
+    /* not SHA256(): since OpenSSL 3.0 that one-shot goes through EVP */
+    SHA256_CTX c;
+    SHA256_Init(&c);
+    SHA256_Update(&c, p, n);
+    SHA256_Final(out->b, &c);
 }
 
 void tc_digest_hex(const tc_digest *d, char out[TC_DIGEST_HEX_LEN + 1])

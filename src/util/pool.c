@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FIRST_PAUSE_NS (10 * 1000 * 1000LL)
 #define LONGEST_PAUSE_NS (100 * 1000 * 1000LL)
@@ -114,4 +115,10 @@ int tc_pool_run(const tc_pool_work *w)
     pthread_cond_destroy(&p.changed);
     pthread_mutex_destroy(&p.lock);
     return 0;
+}
+
+int tc_pool_cpus(int at_most)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > at_most ? at_most : (int)cpus;
 }

@@ -26,5 +26,8 @@ typedef struct tc_pool_work {
  * so, when those already started are. Without memory or threads it runs
  * them on the calling thread. 0, or -1 out of memory (nothing ran). */
 int tc_pool_run(const tc_pool_work *w);
+/* The CPUs online, at least 1 and at most at_most: the jobs for work that
+ * has no -j of its own (hashing a file, a record's frames). */
+int tc_pool_cpus(int at_most);
 
 #endif

@@ -195,11 +195,98 @@ static void test_entries(void)
     tc_sb_free(&sb);
 }
 
+/* Sets a record's sizes and flags to a payload of raw bytes stored in
+ * body (z bytes), sealed with a plain checksum. */
+static void restore(tc_sb *rec, uint64_t raw, const void *body, size_t z)
+{
+    rec->len = TC_RECORD_HEADER;
+    tc_sb_append(rec, body, z);
+    rec->data[12] = 1;
+    for (int i = 0; i < 8; i++) {
+        rec->data[16 + i] = (char)(raw >> (8 * i));
+        rec->data[24 + i] = (char)((uint64_t)z >> (8 * i));
+    }
+    seal(rec);
+}
+
+/* zstd frames of data cut at the given raw sizes, one after another. */
+static size_t frames_of(const char *data, const size_t *cuts, size_t ncuts, char *out)
+{
+    size_t z = 0, off = 0;
+    for (size_t i = 0; i < ncuts; i++) {
+        size_t b = ZSTD_compressBound(cuts[i]);
+        z += ZSTD_compress(out + z, b, data + off, cuts[i], 1);
+        off += cuts[i];
+    }
+    return z;
+}
+
+/* A payload is stored in frames of TC_RECORD_FRAME bytes (they decompress
+ * on several threads): every size round-trips, and a record must hold
+ * exactly those frames -- the same payload as one frame, or cut elsewhere,
+ * does not decode, however well it is sealed. */
+static void test_frames(void)
+{
+    tc_digest key;
+    tc_digest_of("k", 1, &key);
+    const size_t F = TC_RECORD_FRAME;
+    size_t sizes[] = {0, 1, F - 1, F, F + 1, 3 * F + 12345};
+    size_t max = 3 * F + 12345;
+    char *data = malloc(max), *body = malloc(ZSTD_compressBound(max) + 4 * 64);
+    uint32_t x = 1;
+    for (size_t i = 0; i < max; i++) { /* text-like: compresses, not to nothing */
+        x = x * 1103515245u + 12345u;
+        data[i] = (char)('a' + (x >> 16) % 16);
+    }
+    tc_sb rec = TC_SB_INIT;
+    char *out = NULL;
+    size_t n;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t len = sizes[k];
+        tc_sb_reset(&rec);
+        CHECK(tc_record_encode(TC_REC_MODULE, &key, data, len, NULL, &rec) == 0);
+        CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, NULL, &out, &n) == 0 &&
+              n == len && !memcmp(out, data, len) && out[len] == '\0');
+        free(out);
+        size_t frames = 0, off = TC_RECORD_HEADER;
+        while (off < rec.len) {
+            size_t z = ZSTD_findFrameCompressedSize(rec.data + off, rec.len - off);
+            CHECK(!ZSTD_isError(z));
+            if (ZSTD_isError(z))
+                break;
+            off += z;
+            frames++;
+        }
+        CHECK(frames == (len ? (len + F - 1) / F : 1));
+    }
+    /* 3F + 12345 bytes as one frame; as frames cut at F/2; with a frame
+     * too many (an empty one at the end) */
+    size_t one[] = {max}, half[] = {F / 2, F, F, F / 2 + 12345}, extra[] = {F, F, F, 12345, 0};
+    const size_t *cuts[] = {one, half, extra};
+    size_t ncuts[] = {1, 4, 5};
+    for (int c = 0; c < 3; c++) {
+        size_t z = frames_of(data, cuts[c], ncuts[c], body);
+        restore(&rec, max, body, z);
+        CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, NULL, &out, &n) == -1);
+    }
+    /* the right frames, sealed by hand, do decode (the checks above are
+     * about the frames, not the seal) */
+    size_t right[] = {F, F, F, 12345};
+    restore(&rec, max, body, frames_of(data, right, 4, body));
+    CHECK(tc_record_decode(rec.data, rec.len, TC_REC_MODULE, &key, NULL, &out, &n) == 0 &&
+          n == max && !memcmp(out, data, max));
+    free(out);
+    free(data);
+    free(body);
+    tc_sb_free(&rec);
+}
+
 int main(void)
 {
     test_record();
     test_authenticated();
     test_size_limits();
+    test_frames();
     test_fields();
     test_entries();
     return check_report("test_record");
