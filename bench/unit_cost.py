@@ -9,24 +9,34 @@ processes, interleaved, medians of --runs:
 
   uc=N       taskcache build --unit-cost N, a cache that holds only the
              toolchain memos (as a user's cache does)
+  default    taskcache build with no unit size given (units of 500
+             statements with -j 8 or more, else 1000; a module that fits in
+             one unit of 1000 is compiled whole), memos kept
   empty      the default unit size with an empty cache directory: the
              build also establishes the linker's and compiler's identity
              (a digest of libnvJitLink's ~100 MB), as the first build in a
              new cache, or `taskcache run` with a new TASKCACHE_DIR, does
   ptxas      ptxas -arch=ARCH on the module
   split0     ptxas -arch=ARCH -split-compile=0 (ptxas' own threads)
+  vs split0  split0 / default: above 1, taskcache's default is faster
+
+and, at the end, on how many modules the default is slower than split0,
+and the smallest ratio among modules whose whole ptxas build takes 1 s or
+more.
 
     python3 bench/unit_cost.py [--taskcache PATH] [--runs 5] [--jobs N]
                                [--costs 1000,500,250,125] [--variant LABEL=OPTIONS]
                                [MODULE ...]
 
-MODULE is a .ptx (or .ptx.xz) file or a corpus name such as
-quadrants/runtime (default: the Quadrants, numba and llm.c modules of
-tests/realworld/corpus whose whole build takes longest).
+MODULE is a .ptx (or .ptx.xz) file, a corpus name such as
+quadrants/runtime, or "all": every module of tests/realworld/corpus
+(default: the Quadrants, numba and llm.c modules whose whole build takes
+longest). --costs '' leaves out the uc=N columns.
 """
 
 import argparse
 import lzma
+import re
 import os
 import pathlib
 import shutil
@@ -58,6 +68,13 @@ def load(name, work):
     return out
 
 
+def module_arch(ptx, default):
+    """The module's own .target (Triton's PTX is sm_90a), else default."""
+    with open(ptx, errors="replace") as f:
+        m = re.search(r"^\s*\.target\s+(sm_\w+)", f.read(1 << 16), re.M)
+    return m.group(1) if m else default
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", default=DEFAULT_MODULES)
@@ -71,13 +88,18 @@ def main():
                     help="one more column: taskcache with these build options (cold, memos "
                     "kept), e.g. 'procs=--unit-cost 500 --compiler ptxas'")
     a = ap.parse_args()
-    costs = [int(c) for c in a.costs.split(",")]
+    costs = [int(c) for c in a.costs.split(",") if c]
+    if "all" in a.modules:
+        a.modules = sorted(str(p.relative_to(CORPUS)).removesuffix(".ptx.xz")
+                           for p in CORPUS.glob("*/*.ptx.xz"))
     work = tempfile.mkdtemp(prefix="unit-cost-")
     try:
         mods = [(m, load(m, work)) for m in a.modules]
+        arch_of = {ptx: module_arch(ptx, a.arch) for _, ptx in mods}
         # a cache that holds only the toolchain memos
         primed = os.path.join(work, "primed")
-        subprocess.run([a.taskcache, "build", mods[0][1], "--arch", a.arch, "--cache-dir", primed,
+        subprocess.run([a.taskcache, "build", mods[0][1], "--arch", arch_of[mods[0][1]],
+                        "--cache-dir", primed,
                         "-o", os.devnull], check=True, capture_output=True)
         shutil.rmtree(os.path.join(primed, "v1"), ignore_errors=True)
 
@@ -89,32 +111,47 @@ def main():
             return d
 
         def tc(ptx, keep_memos, *extra):
-            return [a.taskcache, "build", ptx, "--arch", a.arch, "-j", str(a.jobs), "--cache-dir",
+            return [a.taskcache, "build", ptx, "--arch", arch_of[ptx], "-j", str(a.jobs), "--cache-dir",
                     cache(keep_memos), "-o", os.devnull, *extra]
         cmds = {f"uc={c}": (lambda p, c=c: tc(p, True, "--unit-cost", str(c))) for c in costs}
         for v in a.variant:
             label, _, opts = v.partition("=")
             cmds[label] = lambda p, opts=opts: tc(p, True, *opts.split())
+        cmds["default"] = lambda p: tc(p, True)
         cmds["empty"] = lambda p: tc(p, False)
-        cmds["ptxas"] = lambda p: [a.ptxas, f"-arch={a.arch}", p, "-o", os.devnull]
-        cmds["split0"] = lambda p: [a.ptxas, f"-arch={a.arch}", "-split-compile=0", p, "-o",
+        cmds["ptxas"] = lambda p: [a.ptxas, f"-arch={arch_of[p]}", p, "-o", os.devnull]
+        cmds["split0"] = lambda p: [a.ptxas, f"-arch={arch_of[p]}", "-split-compile=0", p, "-o",
                                     os.devnull]
         print(f"cold builds, -j {a.jobs}, fresh processes, medians of {a.runs}, interleaved")
-        print(f"{'module':<26} {'units':>17} " + " ".join(f"{k:>9}" for k in cmds))
+        print(f"{'module':<38} {'units':>9} " + " ".join(f"{k:>9}" for k in cmds)
+              + f" {'vs split0':>9}")
+        ratios = {}
         for name, ptx in mods:
             units = []
-            for c in costs:
-                out = subprocess.run([a.taskcache, "explain", ptx, "--arch", a.arch, "--no-cache",
-                                      "--unit-cost", str(c)], capture_output=True, text=True).stdout
-                line = next((l for l in out.splitlines() if l.startswith("units:")), "units: ?")
+            for c in [None] + costs:
+                size = ["--unit-cost", str(c)] if c else ["-j", str(a.jobs)]
+                out = subprocess.run([a.taskcache, "explain", ptx, "--arch", arch_of[ptx],
+                                      "--no-cache", *size], capture_output=True, text=True).stdout
+                line = next((l for l in out.splitlines() if l.startswith("units:")), "units: 1")
                 units.append(line.split()[1])
             t = {k: [] for k in cmds}
             for _ in range(a.runs):
                 for k, c in cmds.items():
                     t[k].append(timed(c(ptx)))
             med = {k: statistics.median(v) if None not in v else None for k, v in t.items()}
-            print(f"{name:<26} {'/'.join(units):>17} " + " ".join(ms(med[k]) for k in cmds),
-                  flush=True)
+            r = med["split0"] / med["default"] if med["split0"] and med["default"] else None
+            if r:
+                ratios[name] = (r, med["ptxas"])
+            print(f"{name:<38} {'/'.join(units):>9} " + " ".join(ms(med[k]) for k in cmds)
+                  + (f" {r:>8.2f}x" if r else f" {'-':>9}"), flush=True)
+        slower = sorted((r, n) for n, (r, _) in ratios.items() if r < 1)
+        print(f"default slower than split0 on {len(slower)} of {len(ratios)} modules"
+              + (": " + ", ".join(f"{n} {r:.2f}x" for r, n in slower) if slower else ""))
+        big = [(r, n) for n, (r, whole) in ratios.items() if whole and whole >= 1.0]
+        if big:
+            r, n = min(big)
+            print(f"modules whose whole ptxas build takes >= 1 s: {len(big)}, "
+                  f"the smallest ratio {r:.2f}x ({n})")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
