@@ -13,13 +13,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_nvjitlink.h"
 #include "link/link.h"
 #include "taskcache.h"
 #include "util/fs.h"
-
-#ifndef TC_FAKE_NVJITLINK
-#error "TC_FAKE_NVJITLINK: the path of the stand-in libnvJitLink (tests/CMakeLists.txt)"
-#endif
 
 /* Waits for a child that must exit 0 within its alarm. */
 static void check_child(pid_t pid, const char *what)
@@ -39,12 +36,8 @@ static void check_child(pid_t pid, const char *what)
 static void test_fork_during_prewarm(void)
 {
     /* the stand-in's first use takes 500 ms: the fork lands inside it */
-    setenv("FAKE_NVJITLINK_DELAY_MS", "500", 1);
     tc_linker l;
-    memset(&l, 0, sizeof l);
-    l.kind = TC_LINKER_NVJITLINK;
-    snprintf(l.path, sizeof l.path, "%s", TC_FAKE_NVJITLINK);
-    snprintf(l.id, sizeof l.id, "fake");
+    fake_nvjitlink(&l, "500");
     tc_linker_prewarm(&l, "sm_90");
     pid_t pid = fork();
     if (pid == 0) {

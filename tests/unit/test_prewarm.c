@@ -13,11 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_nvjitlink.h"
 #include "link/link.h"
-
-#ifndef TC_FAKE_NVJITLINK
-#error "TC_FAKE_NVJITLINK: the path of the stand-in libnvJitLink (tests/CMakeLists.txt)"
-#endif
 
 static int (*creates)(void);
 
@@ -34,12 +31,8 @@ static void link_once(const tc_linker *l, const char *arch)
 
 int main(void)
 {
-    setenv("FAKE_NVJITLINK_DELAY_MS", "0", 1);
     tc_linker l;
-    memset(&l, 0, sizeof l);
-    l.kind = TC_LINKER_NVJITLINK;
-    snprintf(l.path, sizeof l.path, "%s", TC_FAKE_NVJITLINK);
-    snprintf(l.id, sizeof l.id, "fake");
+    fake_nvjitlink(&l, "0");
     tc_linker_prewarm(&l, "sm_90");
     tc_linker_prewarm_wait();
     void *lib = dlopen(TC_FAKE_NVJITLINK, RTLD_NOW | RTLD_NOLOAD);
