@@ -179,6 +179,23 @@ static void note_after_nul(tc_ptx_job *j)
 }
 
 /* Everything up to choosing between the split and the whole build. */
+/* How the module is built, part of its key: split (the unit size, the unit
+ * code) or whole, and the compiler threads a whole compile gets (a module
+ * that fits in one unit is compiled whole under a split plan). */
+static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
+{
+    tc_session *s = j->s;
+    const char *threads = s->whole_threads ? s->whole_threads : "";
+    if (split)
+        /* "default": a module of one unit is compiled whole */
+        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "default-",
+                 unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c", threads);
+    else if (s->o->output == TC_OUTPUT_OBJECT)
+        snprintf(j->plan, sizeof j->plan, "object"); /* -c: no threads (see session.c) */
+    else
+        snprintf(j->plan, sizeof j->plan, "whole:%s", threads);
+}
+
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
@@ -191,13 +208,7 @@ static tc_status build(tc_ptx_job *j)
      * on the same side of TC_UNIT_COST_MANY_JOBS build a module from the
      * same units, and share their records */
     uint32_t unit_cost = s->o->unit_cost ? s->o->unit_cost : tc_default_unit_cost(s->o->jobs);
-    if (split)
-        /* "default": a module of one unit is compiled whole */
-        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s", s->o->unit_cost ? "" : "default-",
-                 unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c");
-    else
-        snprintf(j->plan, sizeof j->plan, "%s",
-                 s->o->output == TC_OUTPUT_OBJECT ? "object" : "whole");
+    make_plan(j, split, unit_cost);
     if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
         return TC_ERR_NOMEM;
     note_after_nul(j);
@@ -258,6 +269,7 @@ static tc_status build(tc_ptx_job *j)
         j->ptxas_instead = 1;
         if ((st = tc_session_use_ptxas(s)) != TC_OK)
             return st;
+        make_plan(j, split, unit_cost); /* that ptxas may compile without threads */
         if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len,
                           &j->module_key) != 0)
             return TC_ERR_NOMEM;

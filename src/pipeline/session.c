@@ -110,31 +110,44 @@ static int compiler_major(const tc_session *s)
 
 /* A whole-program unit compiles its functions on two threads of the
  * compiler's own (--split-compile=2): an edit compiles one unit, and the
- * second core would idle. Its code is the same as on one thread (CUDA
- * 13.0: every .text section byte-identical, only the tool note names the
- * option); the object is a function of the unit, whatever the machine, so
- * the count is fixed rather than taken from the CPUs. A relocatable (-c)
- * unit does not get it: there the option changes the code. Not for a
- * compiler older than the one this was checked with, nor when the
- * options ask for a split-compile of their own. */
+ * second core would idle. A module compiled whole is one compile, and
+ * gets a thread on every CPU (--split-compile=0): a module that cannot be
+ * split safely took as long as a single-threaded ptxas. Either way the
+ * code is the same as on one thread (CUDA 13.0: every .text section
+ * byte-identical), and the same at any count of two or more down to the
+ * last byte but the tool note, which names the option as given ("0", not
+ * the CPUs): the output is a function of the input, whatever the machine.
+ * A relocatable (-c) compile does not get it: there the option changes
+ * the code. Not for a compiler older than the one this was checked with,
+ * nor when the options ask for a split-compile of their own. */
 #define EWP_THREADS_OPTION "--split-compile=2"
-#define EWP_THREADS_SINCE 13
+#define WHOLE_THREADS_OPTION "--split-compile=0"
+#define THREADS_SINCE 13
 
-static const char *ewp_threads(const tc_session *s)
+static const char *compiler_threads(const tc_session *s, const char *option)
 {
-    if (s->unit_code != TC_UNIT_CODE_WHOLE_PROGRAM || compiler_major(s) < EWP_THREADS_SINCE)
+    if (compiler_major(s) < THREADS_SINCE)
         return NULL;
     for (size_t i = 0; i < s->o->ncopts; i++)
         if (strstr(s->o->copts[i], "split-compile"))
             return NULL;
-    return EWP_THREADS_OPTION;
+    return option;
+}
+
+/* The compiler's threads for the session's compiler (again when it changes). */
+static void choose_threads(tc_session *s)
+{
+    s->ewp_threads = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM
+                         ? compiler_threads(s, EWP_THREADS_OPTION)
+                         : NULL;
+    s->whole_threads = compiler_threads(s, WHOLE_THREADS_OPTION);
 }
 
 tc_status tc_session_use_ptxas(tc_session *s)
 {
     s->in_process = 0;
     tc_status st = ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
-    s->ewp_threads = ewp_threads(s);  /* that ptxas may be older than the in-process one */
+    choose_threads(s);                /* that ptxas may be older than the in-process one */
     return st;
 }
 
@@ -176,7 +189,7 @@ tc_status tc_session_prepare(tc_session *s)
                      "%s: note: whole-program units need libnvJitLink to link, and it was not "
                      "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
                      s->name);
-    s->ewp_threads = ewp_threads(s);
+    choose_threads(s);
     s->kc.target = o->arch;
     s->kc.opts = (const char *const *)o->copts;
     s->kc.nopts = o->ncopts;
@@ -201,6 +214,8 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
         memcpy(opts, s->o->copts, nopts * sizeof *opts);
     if (kind == TC_OUT_EWP && s->ewp_threads)
         opts[nopts++] = (char *)s->ewp_threads;
+    else if (kind == TC_OUT_CUBIN && s->whole_threads)
+        opts[nopts++] = (char *)s->whole_threads;
     int rc = -1;
     if (s->in_process) {
         rc = tc_nvptx_compile(s->o->arch, opts, nopts, kind, text, len, output, log,

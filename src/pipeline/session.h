@@ -45,7 +45,8 @@ typedef struct tc_session {
                                   whole-program units can be linked (libnvJitLink) */
     const char *ewp_threads;   /* the compiler option that compiles a whole-program unit's
                                   functions on threads of their own, or NULL (see
-                                  tc_session_prepare) */
+                                  choose_threads in session.c) */
+    const char *whole_threads; /* the same for a module compiled whole, or NULL */
     tc_keyctx kc;
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;

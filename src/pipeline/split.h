@@ -28,7 +28,7 @@ typedef struct tc_ptx_job {
     const char *src;
     size_t len;             /* of the PTX text: up to the first NUL */
     size_t input_len;       /* of the input, which the module key covers */
-    char plan[32];          /* how it is built, part of the module key */
+    char plan[64];          /* how it is built, part of the module key */
     tc_digest module_key;
     tc_ptx_module m;
     int parsed;

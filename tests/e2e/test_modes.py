@@ -320,12 +320,14 @@ def test_whole_program_units_keep_constant_readers_relocatable_when_sizes_are_un
     assert elfsyms.kernels(str(out)) == ["reads", "writes"]
 
 
-def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
+def test_compiler_threads_leave_the_code_alone(tmp_path):
     """A whole-program unit is compiled with --split-compile=2, so that an
-    edit, which compiles one unit, keeps two cores busy. Its code is the
-    one-thread code: every kernel's .text as with --split-compile=1. Relocatable units, whose code the option
-    changes, and whole-module builds do not get it; a split-compile in the
-    user's options replaces it."""
+    edit, which compiles one unit, keeps two cores busy, and a module
+    compiled whole with --split-compile=0 (a thread on every CPU, recorded
+    as "0" whatever the machine). The code is the one-thread code: every
+    kernel's .text as with --split-compile=1. Relocatable units, whose code
+    the option changes, do not get it; a split-compile in the user's
+    options replaces it."""
     from tchelp import PTXAS
     if nvjitlink_library() is None:
         pytest.skip("no libnvJitLink.so in the toolkit")
@@ -356,9 +358,15 @@ def test_whole_program_units_compile_on_two_compiler_threads(tmp_path):
                for x in unit_calls(tmp_path / "c.cubin", "--relocatable-units"))
     for f in (tmp_path / "ptxas-calls").iterdir():
         f.unlink()
-    run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, *PER_KERNEL,
-         "--no-cache", "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"])
-    assert calls() and all("split-compile" not in x for x, _ in calls())
+    whole = [tmp_path / "w.cubin", tmp_path / "w1.cubin"]
+    for out, extra in zip(whole, ([], ["-Xptxas", "--split-compile=1"])):
+        run([TASKCACHE, "build", src, "-o", out, "--arch", ARCH, "--no-cache", "--compiler",
+             "ptxas", "--ptxas", wrapper, "--no-split", *extra])
+    seen = sorted([o for o in a.split() if "split-compile" in o] for a, _ in calls())
+    assert seen == [["--split-compile=0"], ["--split-compile=1"]]
+    a, b = (elfsyms.sections(str(w)) for w in whole)
+    texts = [n for n in a if n.startswith(".text.")]
+    assert texts and all(a[n] == b[n] for n in texts)
 
 
 def test_whole_program_units_without_nvjitlink_compile_relocatable(tmp_path):
