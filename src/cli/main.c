@@ -109,7 +109,9 @@ static const char usage_build[] =
     "When a module holds a construct that cannot be split safely (DWARF sections\n"
     "from -G, device-side launches, ...), it is compiled whole, still cached, and\n"
     "a note says why. A module whose kernels fit in one unit is compiled whole\n"
-    "too, without a note: one compile and no link ('explain' says so).\n";
+    "too, without a note: one compile and no link ('explain' says so). A module\n"
+    "compiled whole gets a compiler thread on every CPU (--split-compile=0, the\n"
+    "same code as one thread) unless -Xptxas sets a split-compile of its own.\n";
 
 static int add_opt(args *a, const char *opt)
 {
