@@ -178,7 +178,6 @@ static void note_after_nul(tc_ptx_job *j)
                  j->s->name, line, j->input_len - j->len - 1);
 }
 
-/* Everything up to choosing between the split and the whole build. */
 /* How the module is built, part of its key: split (the unit size, the unit
  * code) or whole, and the compiler threads a whole compile gets (a module
  * that fits in one unit is compiled whole under a split plan). */
@@ -196,6 +195,7 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
         snprintf(j->plan, sizeof j->plan, "whole:%s", threads);
 }
 
+/* Everything up to choosing between the split and the whole build. */
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;

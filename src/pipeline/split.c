@@ -146,15 +146,7 @@ static tc_status canon_functions(tc_ptx_job *j)
     size_t n = tc_slicer_function_count(j->slicer);
     if (j->s->o->jobs < 2 || n < 2)
         return TC_OK; /* made on first use */
-    size_t *items = malloc(n * sizeof *items);
-    if (!items)
-        return TC_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        items[i] = i;
-    tc_pool_work w = {items, n, j->s->o->jobs, canon_function, NULL, j};
-    int rc = tc_pool_run(&w);
-    free(items);
-    return rc == 0 ? TC_OK : TC_ERR_NOMEM;
+    return tc_pool_run_range(n, j->s->o->jobs, canon_function, j) == 0 ? TC_OK : TC_ERR_NOMEM;
 }
 
 static tc_status key_units(tc_ptx_job *j)

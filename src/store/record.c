@@ -86,6 +86,18 @@ static size_t frame_len(uint64_t len, size_t i)
     return (size_t)(left < TC_RECORD_FRAME ? left : TC_RECORD_FRAME);
 }
 
+/* Where frame i is compressed to, before the frames are moved together:
+ * every frame before the last is full, so each slot is a full frame's
+ * bound. */
+static size_t frame_slot(size_t i) { return i * ZSTD_compressBound(TC_RECORD_FRAME); }
+
+/* Room for every frame of a payload of len bytes, compressed. */
+static size_t frames_bound(uint64_t len)
+{
+    size_t last = frame_count(len) - 1;
+    return frame_slot(last) + ZSTD_compressBound(frame_len(len, last));
+}
+
 /* Frames compress and decompress on threads of their own: a linked image
  * of 2.2 MB is five frames, and decompressing it on one thread was most of
  * a warm build. */
@@ -94,57 +106,36 @@ static size_t frame_len(uint64_t len, size_t i)
 typedef struct {
     const unsigned char *raw; /* the payload */
     uint64_t len;
-    unsigned char **out;      /* per frame: its compressed bytes */
-    size_t *size;             /* per frame: how many, or a zstd error code */
+    unsigned char *body;      /* where the frames go (frames_bound bytes) */
+    size_t *size;             /* per frame: its compressed bytes, or a zstd error code */
 } frame_job;
 
 static tc_pool_step compress_frame(void *ctx, size_t i)
 {
     frame_job *f = ctx;
-    size_t n = frame_len(f->len, i), bound = ZSTD_compressBound(n);
-    if (!(f->out[i] = malloc(bound ? bound : 1)))
-        f->size[i] = (size_t)-1;
-    else /* level 1: records are written on the edit path; objects still shrink 2-4x */
-        f->size[i] = ZSTD_compress(f->out[i], bound, f->raw + i * TC_RECORD_FRAME, n, 1);
+    size_t n = frame_len(f->len, i);
+    /* level 1: records are written on the edit path; objects still shrink 2-4x */
+    f->size[i] = ZSTD_compress(f->body + frame_slot(i), ZSTD_compressBound(n),
+                               f->raw + i * TC_RECORD_FRAME, n, 1);
     return TC_POOL_DONE;
 }
 
-/* Runs fn on every frame, on up to FRAME_THREADS_MAX threads. 0, or -1
- * out of memory. */
-static int each_frame(size_t n, tc_pool_step (*fn)(void *ctx, size_t i), void *ctx)
-{
-    if (n == 1) { /* most records: no thread to start */
-        fn(ctx, 0);
-        return 0;
-    }
-    size_t *items = malloc(n * sizeof *items);
-    if (!items)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        items[i] = i;
-    tc_pool_work w = {items, n, tc_pool_cpus(FRAME_THREADS_MAX), fn, NULL, ctx};
-    int rc = tc_pool_run(&w);
-    free(items);
-    return rc;
-}
-
-/* The payload as zstd frames, one after another, into body (room for
- * every frame's bound). The stored size, or 0 when compression failed. */
+/* The payload as zstd frames, one after another, into body (frames_bound
+ * bytes): each frame is compressed into its slot, then the frames are moved
+ * together. The stored size, or 0 when compression failed. */
 static size_t compress_frames(const void *payload, uint64_t len, unsigned char *body)
 {
     size_t n = frame_count(len), z = 0;
-    frame_job f = {payload, len, calloc(n, sizeof *f.out), calloc(n, sizeof *f.size)};
-    int ok = f.out && f.size && each_frame(n, compress_frame, &f) == 0;
+    frame_job f = {payload, len, body, malloc(n * sizeof *f.size)};
+    int ok = f.size &&
+             tc_pool_run_range(n, tc_pool_cpus(FRAME_THREADS_MAX), compress_frame, &f) == 0;
     for (size_t i = 0; ok && i < n; i++) {
-        ok = !ZSTD_isError(f.size[i]);
-        if (ok) {
-            memcpy(body + z, f.out[i], f.size[i]);
+        if ((ok = !ZSTD_isError(f.size[i]))) {
+            /* z <= frame_slot(i): frames only ever move left */
+            memmove(body + z, body + frame_slot(i), f.size[i]);
             z += f.size[i];
         }
     }
-    for (size_t i = 0; f.out && i < n; i++)
-        free(f.out[i]);
-    free(f.out);
     free(f.size);
     return ok ? z : 0;
 }
@@ -154,10 +145,7 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
 {
     if (len > tc_record_max_payload(kind))
         return -1; /* readers would refuse it */
-    size_t bound = 0, frames = frame_count(len);
-    for (size_t i = 0; i < frames; i++)
-        bound += ZSTD_compressBound(frame_len(len, i));
-    if (tc_sb_reserve(out, TC_RECORD_HEADER + bound) != 0)
+    if (tc_sb_reserve(out, TC_RECORD_HEADER + frames_bound(len)) != 0)
         return -1;
     size_t base = out->len;
     unsigned char *hdr = (unsigned char *)out->data + base;
@@ -197,7 +185,7 @@ typedef struct {
     size_t *size;             /* per frame: its stored bytes */
     char *out;
     uint64_t len;
-    int *failed;
+    int failed;               /* a frame did not decompress to its size */
 } unframe_job;
 
 static tc_pool_step decompress_frame(void *ctx, size_t i)
@@ -206,7 +194,7 @@ static tc_pool_step decompress_frame(void *ctx, size_t i)
     size_t n = frame_len(f->len, i);
     size_t got = ZSTD_decompress(f->out + i * TC_RECORD_FRAME, n, f->at[i], f->size[i]);
     if (ZSTD_isError(got) || got != n)
-        __atomic_store_n(f->failed, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&f->failed, 1, __ATOMIC_RELAXED);
     return TC_POOL_DONE;
 }
 
@@ -218,9 +206,8 @@ static tc_pool_step decompress_frame(void *ctx, size_t i)
 static int decompress_frames(const unsigned char *body, size_t stored, uint64_t raw, char **out)
 {
     size_t n = frame_count(raw);
-    unframe_job f = {malloc(n * sizeof *f.at), malloc(n * sizeof *f.size), NULL, raw, NULL};
-    int failed = 0, rc = -1;
-    f.failed = &failed;
+    unframe_job f = {malloc(n * sizeof *f.at), malloc(n * sizeof *f.size), NULL, raw, 0};
+    int rc = -1;
     if (!f.at || !f.size)
         goto done;
     size_t off = 0;
@@ -235,7 +222,8 @@ static int decompress_frames(const unsigned char *body, size_t stored, uint64_t 
     }
     if (off != stored || !(f.out = malloc((size_t)raw + 1)))
         goto done;
-    if (each_frame(n, decompress_frame, &f) != 0 || failed) {
+    if (tc_pool_run_range(n, tc_pool_cpus(FRAME_THREADS_MAX), decompress_frame, &f) != 0 ||
+        f.failed) {
         free(f.out);
         goto done;
     }

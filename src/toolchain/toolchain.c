@@ -256,13 +256,9 @@ static int digest_file(const char *path, char *id, tc_sb *err)
     size_t n = (size_t)((f.size + DIGEST_CHUNK - 1) / DIGEST_CHUNK);
     f.chunks = calloc(n ? n : 1, sizeof *f.chunks);
     f.errors = calloc(n ? n : 1, sizeof *f.errors);
-    size_t *items = malloc((n ? n : 1) * sizeof *items);
-    int error = f.chunks && f.errors && items ? 0 : ENOMEM;
+    int error = f.chunks && f.errors ? 0 : ENOMEM;
     if (!error) {
-        for (size_t i = 0; i < n; i++)
-            items[i] = i;
-        tc_pool_work w = {items, n, tc_pool_cpus(DIGEST_THREADS_MAX), digest_chunk, NULL, &f};
-        if (tc_pool_run(&w) != 0)
+        if (tc_pool_run_range(n, tc_pool_cpus(DIGEST_THREADS_MAX), digest_chunk, &f) != 0)
             error = ENOMEM;
         for (size_t i = 0; i < n && !error; i++)
             error = f.errors[i];
@@ -282,7 +278,6 @@ static int digest_file(const char *path, char *id, tc_sb *err)
     }
     free(f.chunks);
     free(f.errors);
-    free(items);
     return h ? 0 : -1;
 }
 

@@ -117,6 +117,23 @@ int tc_pool_run(const tc_pool_work *w)
     return 0;
 }
 
+int tc_pool_run_range(size_t n, int jobs, tc_pool_step (*run)(void *ctx, size_t item), void *ctx)
+{
+    if (n == 1) { /* a record of one frame, a file of one chunk: no pool to set up */
+        (void)run(ctx, 0);
+        return 0;
+    }
+    size_t *items = malloc((n ? n : 1) * sizeof *items);
+    if (!items)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        items[i] = i;
+    tc_pool_work w = {items, n, jobs, run, NULL, ctx};
+    int rc = tc_pool_run(&w);
+    free(items);
+    return rc;
+}
+
 int tc_pool_cpus(int at_most)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

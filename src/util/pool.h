@@ -26,6 +26,10 @@ typedef struct tc_pool_work {
  * so, when those already started are. Without memory or threads it runs
  * them on the calling thread. 0, or -1 out of memory (nothing ran). */
 int tc_pool_run(const tc_pool_work *w);
+/* Runs items 0..n-1, each of which finishes when run (TC_POOL_DONE; no
+ * waiting, no stop), on up to jobs threads; one item runs on the calling
+ * thread with no pool set up. 0, or -1 out of memory (nothing ran). */
+int tc_pool_run_range(size_t n, int jobs, tc_pool_step (*run)(void *ctx, size_t item), void *ctx);
 /* The CPUs online, at least 1 and at most at_most: the jobs for work that
  * has no -j of its own (hashing a file, a record's frames). */
 int tc_pool_cpus(int at_most);
