@@ -448,6 +448,25 @@ def identity_variant(args, base, variant):
     return row
 
 
+def build_facts(row):
+    """What a variant's builds did, for its log line and its summary row: a
+    module that fits in one unit is compiled whole, with no units to count."""
+    b = row.get("builds", {})
+    facts = []
+    cold = b.get("cold")
+    if cold and cold.get("split") == "0":
+        facts.append(f"cold compiled whole ({row.get('compiler', '?')})")
+    elif cold:
+        facts.append(f"cold {cold.get('units_compiled')}/{cold.get('units')} units "
+                     f"({row.get('compiler', '?')})")
+    if "warm" in b:
+        facts.append(f"warm hit={b['warm'].get('module_hit')}")
+    for name in ("edit", "edit-1"):
+        if name in b and b[name].get("split") != "0":
+            facts.append(f"{name} {b[name].get('units_compiled')} compiled")
+    return facts
+
+
 def cmd_identity(args):
     os.makedirs(os.path.join(args.work, "identity"), exist_ok=True)
     sources = sorted(os.path.basename(s)[:-3] for s in glob.glob(os.path.join(ROOT, "tests",
@@ -474,16 +493,7 @@ def cmd_identity(args):
             except Exception as e:  # a bug here must not hide the other rows
                 row = {"module": "?", "result": "FAIL", "problems": [f"internal error: {e!r}"]}
             rows.append(row)
-            b = row.get("builds", {})
-            facts = []
-            if "cold" in b and b["cold"].get("split") == "0":
-                facts.append(f"cold compiled whole ({row.get('compiler')})")
-            elif "cold" in b:
-                facts.append(f"cold {b['cold'].get('units_compiled')}/{b['cold'].get('units')} "
-                             f"units ({row.get('compiler')})")
-            for name in ("edit", "edit-1"):
-                if name in b and b[name].get("split") != "0":
-                    facts.append(f"{name} {b[name].get('units_compiled')} compiled")
+            facts = build_facts(row)
             log(f"(a) {row['module']}: {row['result']}" + (f" [{'; '.join(facts)}]" if facts else "")
                 + ("" if not row.get("problems") else " -- " + " / ".join(row["problems"])))
             for n in row.get("notes", []):
@@ -980,11 +990,7 @@ def cmd_summary(args):
         n = len(ident["rows"])
         npass = sum(1 for r in ident["rows"] if r["result"] in ("PASS", "DRY"))
         for r in ident["rows"]:
-            b = r.get("builds", {})
-            fig = (f"seed {r.get('seed')}; cold {b.get('cold', {}).get('units_compiled', '?')}/"
-                   f"{b.get('cold', {}).get('units', '?')} units ({r.get('compiler', '?')}), "
-                   f"warm hit={b.get('warm', {}).get('module_hit', '?')}, edit "
-                   f"{b.get('edit', {}).get('units_compiled', '?')} compiled")
+            fig = f"seed {r.get('seed')}; " + ", ".join(build_facts(r))
             if r.get("printf_lines"):
                 fig += f", {r['printf_lines']} printf lines"
             if r.get("problems"):
