@@ -867,6 +867,8 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
                                 b.space == TC_SPACE_SHARED || b.space == TC_SPACE_TEX))
                 st->static_vars = 1;
+            if (w.depth > 0 && (b.space == TC_SPACE_CONST || b.space == TC_SPACE_TEX))
+                st->own_const = 1;
             if (w.depth == 0 && GROW(p->params_seen, p->nparams_seen, p->cap_params_seen) == 0)
                 p->params_seen[p->nparams_seen++] = *t;
             else if (w.depth == 0)
@@ -969,7 +971,10 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
             return;
         st->proto_end = off(p, &p->tok); /* just past ')' */
     }
-    /* performance directives up to '{' or ';' */
+    /* performance directives up to '{' or ';'; those that belong to the
+     * prototype (a declaration must repeat them: they set the calling
+     * convention) extend proto_end */
+    int after_other = 0; /* a directive that is not the prototype's came first */
     for (;;) {
         if (p->failed)
             return;
@@ -1009,10 +1014,20 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
         else if (tc_tok_is(&t, ".explicitcluster")) {
             st->perf.explicitcluster = 1;
             advance(p);
-        } else if (tc_tok_is(&t, ".noreturn")) {
-            st->perf.noreturn = 1;
-            st->proto_end = off(p, &t) + t.len;
+        } else if (tc_tok_is(&t, ".noreturn") || tc_tok_is(&t, ".abi_preserve") ||
+                   tc_tok_is(&t, ".abi_preserve_control")) {
+            tc_tok last = t;
+            st->perf.noreturn |= tc_tok_is(&t, ".noreturn");
             advance(p);
+            if (!tc_tok_is(&t, ".noreturn") && p->tok.kind == TK_NUM) {
+                last = p->tok; /* the register count */
+                advance(p);
+            }
+            st->proto_end = off(p, &last) + last.len;
+            if (after_other)
+                whole(p->m, "the prototype of '%.*s' goes on after other directives (line %u)",
+                      (int)(name.len > 64 ? 64 : name.len), name.p, t.line);
+            continue;
         } else if (tc_tok_is(&t, ".pragma")) {
             advance(p);
             while (!p->failed && p->tok.kind != TK_EOF && !tc_tok_punct(&p->tok, ';') &&
@@ -1026,6 +1041,7 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
         } else {
             advance(p);
         }
+        after_other = 1;
     }
     if (p->failed)
         return;

@@ -76,6 +76,8 @@ typedef struct tc_ptx_stmt {
     uint8_t has_body;   /* function definition (vs. prototype) */
     uint8_t static_vars; /* body declares .global/.const/.shared/.tex variables:
                             one object per module, whoever calls the function */
+    uint8_t own_const;  /* body declares .const or .tex variables: data in
+                           banks a whole-program unit lays out from 0 */
     uint8_t indirect_call; /* body calls through a register */
     uint32_t line;      /* first line */
     uint32_t last_line;

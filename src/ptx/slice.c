@@ -858,6 +858,13 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
      * the module data (../shared/repro/ewp_fnptr.cu): such units stay
      * relocatable. */
     *whole_program = !c.indirect_call;
+    /* A kernel's own .const data (declared in its body) sits at offset 0
+     * of bank 3 in a -ewp object, with no relocation; linked with other
+     * units' .const data it moves, and the code would read another
+     * kernel's table. -c objects carry relocations for it. */
+    for (size_t i = 0; i < n; i++)
+        if (m->stmts[s->entries[idx[i]]].own_const)
+            *whole_program = 0;
     for (size_t i = 0; i < c.efuncs.n; i++)
         if (m->syms[c.efuncs.v[i]].def >= 0) /* defined in the module data */
             *whole_program = 0;

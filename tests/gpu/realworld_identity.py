@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """realworld_identity.py -- the real-world corpus (tests/realworld) run on a GPU.
 
-Every kernel of every corpus module is launched with arguments made from
-its PTX signature alone, under the whole-module ptxas image and under
+Every kernel of every corpus module, and of the reproducers in
+tests/realworld/findings, is launched with arguments made from its PTX
+signature alone, under the whole-module ptxas image and under
 taskcache's images in each build mode (default: whole-program units;
 --relocatable-units; --unit-cost 1, every kernel a unit of its own), and
 the bytes each kernel leaves in its buffers must be identical.
@@ -398,7 +399,7 @@ def main():
     args.work = args.work or tempfile.mkdtemp(prefix="realworld-identity.")
     os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
-    modules = rwlib.stored_modules()
+    modules = rwlib.stored_modules() + rwlib.finding_modules()
     if not args.no_nvrtc:
         modules += rwlib.generated_modules(args.work, log=lambda s: print(s, flush=True))
     if args.only:

@@ -148,6 +148,48 @@ static void test_whole_program_choice(void)
     free(unit_for(&x, "prints"));
     CHECK(last_whole_program == 1); /* vprintf is defined nowhere in the module */
     drop(&x);
+
+    /* A kernel's own .const table: ptxas -ewp puts it at offset 0 of bank 3
+     * with no relocation, where the link puts another kernel's table */
+    CHECK(build(&x, HDR ".visible .entry ka (.param .u64 o) { .const .align 4 .u32 ta[2] = {1, 2};"
+                       " .reg .b32 %r<2>; ld.const.u32 %r1, [ta]; ret; }\n"
+                       ".visible .entry kb (.param .u64 o) { .const .align 4 .u32 tb[2] = {5, 6};"
+                       " .reg .b32 %r<2>; ld.const.u32 %r1, [tb+4]; ret; }\n"
+                       ".visible .entry kc (.param .u64 o) { .global .align 4 .u32 g;"
+                       " .reg .b32 %r<2>; ld.global.u32 %r1, [g]; ret; }\n") == 0);
+    free(unit_for(&x, "ka"));
+    CHECK(last_whole_program == 0);
+    free(unit_for(&x, "kb"));
+    CHECK(last_whole_program == 0);
+    free(unit_for(&x, "kc"));
+    CHECK(last_whole_program == 1); /* a function-scope .global is relocated */
+    drop(&x);
+}
+
+/* .noreturn, .abi_preserve and .abi_preserve_control set a function's
+ * calling convention: every declaration a unit makes of it repeats them. */
+static void test_prototype_directives(void)
+{
+    mod x;
+    CHECK(build(&x, HDR ".func (.param .b32 rv) h (.param .b32 a) .abi_preserve 24\n"
+                       "{ .reg .b32 %r<2>; ld.param.b32 %r1, [a]; st.param.b32 [rv], %r1; ret; }\n"
+                       ".func stop () .noreturn .abi_preserve_control 4 { trap; }\n"
+                       ".global .u64 tab[1] = {h};\n"
+                       ".visible .entry k (.param .u64 o) { .reg .b32 %r<3>;"
+                       " { .param .b32 a; .param .b32 b; st.param.b32 [a], %r1;"
+                       " call (b), h, (a); ld.param.b32 %r2, [b]; }"
+                       " call stop, (); ret; }\n") == 0);
+    char *u = unit_for(&x, "k");
+    CHECK_CONTAINS(u, ".extern .func (.param .b32 rv) h (.param .b32 a) .abi_preserve 24;");
+    CHECK_CONTAINS(u, "stop () .noreturn .abi_preserve_control 4;"); /* before the copy */
+    free(u);
+    drop(&x);
+
+    /* a prototype directive after another directive: not a declaration
+     * that could be cut out, so the module is compiled whole */
+    CHECK(build(&x, HDR ".func f () .pragma \"nounroll\"; .noreturn { trap; }\n"
+                       ".visible .entry k () { call f, (); ret; }\n") == 1);
+    drop(&x);
 }
 
 static void test_position_independence(void)
@@ -439,5 +481,6 @@ int main(void)
     test_reserved_prefix();
     test_files();
     test_indirect_calls();
+    test_prototype_directives();
     return check_report("test_slice");
 }
