@@ -116,8 +116,9 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
     s->delta.v[TC_C_WHOLE_BUILDS]++;
     if (!small)
         tc_sb_printf(&r->diag, "%s: note: compiled whole, not split: %s\n", s->name, why);
-    char in[TC_PATH_MAX];
-    snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
+    char in[TC_PATH_MAX] = ""; /* ptxas's input; the in-process compiler reads memory */
+    if (!s->in_process)
+        snprintf(in, sizeof in, "%s/whole.ptx", s->scratch);
     if (j->ptxas_instead)
         tc_sb_printf(&r->diag, "%s: note: compiled by %s in a process of its own (ptxas 13.0 "
                      "aborts on some modules with a parameter named like a module symbol)\n",
@@ -228,7 +229,7 @@ static tc_status build(tc_ptx_job *j)
         return TC_ERR_PARSE;
     }
     j->parsed = 1;
-    if (!explaining(j) && !tc_session_scratch(s))
+    if (!explaining(j) && tc_session_needs_files(s) && !tc_session_scratch(s))
         return TC_ERR_IO;
     if (explaining(j))
         s->r->report.module_hit =
@@ -269,6 +270,8 @@ static tc_status build(tc_ptx_job *j)
         j->ptxas_instead = 1;
         if ((st = tc_session_use_ptxas(s)) != TC_OK)
             return st;
+        if (!explaining(j) && !tc_session_scratch(s)) /* its input is a file */
+            return TC_ERR_IO;
         make_plan(j, split, unit_cost); /* that ptxas may compile without threads */
         if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len,
                           &j->module_key) != 0)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "compile/nvptx.h"
+#include "util/fs.h"
 #include "util/scratch.h"
 
 double tc_now(void)
@@ -40,6 +41,11 @@ void tc_session_count(tc_session *s, int counter, uint64_t n)
     pthread_mutex_unlock(&s->delta_lock);
 }
 
+int tc_session_needs_files(const tc_session *s)
+{
+    return !s->in_process || s->linker.kind != TC_LINKER_NVJITLINK;
+}
+
 const char *tc_session_scratch(tc_session *s)
 {
     if (s->scratch)
@@ -48,7 +54,8 @@ const char *tc_session_scratch(tc_session *s)
      * else would ever remove them */
     tc_scratch_remove_stale(TC_SCRATCH_PREFIX);
     if (!(s->scratch = tc_scratch_create(TC_SCRATCH_PREFIX, &s->scratch_lock)))
-        tc_session_fail(s, TC_ERR_IO, "cannot create a temporary directory: %s", strerror(errno));
+        tc_session_fail(s, TC_ERR_IO, "cannot create a temporary directory in %s (TMPDIR): %s",
+                        tc_temp_root(), strerror(errno));
     return s->scratch;
 }
 

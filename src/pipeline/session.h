@@ -102,6 +102,10 @@ tc_result *tc_session_finish(tc_session *s, tc_status st);
 /* Writes "NAME: error: ..." into the diagnostics and returns code. */
 tc_status tc_session_fail(tc_session *s, tc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether the build writes files for its tools: ptxas processes read and
+ * write them, nvlink too; the in-process compiler and nvJitLink work in
+ * memory, and such a build makes no scratch directory. */
+int tc_session_needs_files(const tc_session *s);
 /* The scratch directory, made on first use; NULL (with a diagnostic) when
  * it cannot be made. */
 const char *tc_session_scratch(tc_session *s);

@@ -186,7 +186,7 @@ static tc_status key_units(tc_ptx_job *j)
                 s->delta.v[TC_C_UNIT_MISSES]++;
             char name[32];
             snprintf(name, sizeof name, "unit%zu.ptx", i);
-            if (!(x->path = tc_path_join(s->scratch, name)))
+            if (!s->in_process && !(x->path = tc_path_join(s->scratch, name)))
                 return TC_ERR_NOMEM;
         }
     }

@@ -325,11 +325,15 @@ int tc_remove_tree(const char *path)
     return rc;
 }
 
-char *tc_make_temp_dir(const char *prefix)
+const char *tc_temp_root(void)
 {
     const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+char *tc_make_temp_dir(const char *prefix)
+{
+    const char *tmp = tc_temp_root();
     size_t n = strlen(tmp) + strlen(prefix) + 16;
     char *p = malloc(n);
     if (!p) {

@@ -55,7 +55,9 @@ int tc_remove_tree_at(int dirfd, const char *name, int max_depth);
 /* The same for a path (its last component is the tree). */
 int tc_remove_tree(const char *path);
 
-/* Creates a private temporary directory under $TMPDIR (or /tmp) named
+/* Where temporary files go: $TMPDIR, or /tmp when it is unset or empty. */
+const char *tc_temp_root(void);
+/* Creates a private temporary directory under tc_temp_root() named
  * <prefix>.XXXXXX; the returned string is malloc'd. NULL on failure with
  * errno. */
 char *tc_make_temp_dir(const char *prefix);

@@ -68,9 +68,7 @@ static int abandoned(int dfd, const struct stat *st, time_t now)
 
 unsigned tc_scratch_remove_stale(const char *prefix)
 {
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !*tmp)
-        tmp = "/tmp";
+    const char *tmp = tc_temp_root();
     int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;
     if (!d) {

@@ -413,6 +413,31 @@ def test_interrupt_removes_the_scratch_directory(tmp_path):
     assert not left.exists()
 
 
+def test_in_memory_builds_need_no_temporary_directory(tmp_path):
+    """The in-process compiler and nvJitLink work in memory: a whole or split
+    build with them writes nothing under $TMPDIR, and succeeds where it
+    cannot be written; a ptxas build says which directory it could not use."""
+    env = dict(os.environ, TMPDIR=str(tmp_path / "missing"))
+    src = tmp_path / "m.ptx"
+    src.write_text(fanout(4, 2))
+    cache = tmp_path / "cache"
+    ptxas = tc("build", src, "-o", tmp_path / "p.cubin", "--arch", ARCH, "--cache-dir", cache,
+               "--compiler", "ptxas", *PER_KERNEL, check=False, env=env)
+    assert ptxas.returncode != 0
+    assert f"cannot create a temporary directory in {tmp_path / 'missing'} (TMPDIR)" in ptxas.stderr
+    if "in-process" not in tc("version").stdout:
+        pytest.skip("this taskcache has no in-process compiler")
+    for i, extra in enumerate([(), PER_KERNEL]):
+        out = tmp_path / f"o{i}.cubin"
+        tc("build", src, "-o", out, "--arch", ARCH, "--cache-dir", cache,
+           "--compiler", "inprocess", *extra, env=env)
+        ref = tmp_path / f"r{i}.cubin"
+        tc("build", src, "-o", ref, "--arch", ARCH, "--no-cache", "--compiler", "inprocess",
+           *extra)
+        assert out.read_bytes() == ref.read_bytes()
+    assert not (tmp_path / "missing").exists()
+
+
 # ---- HMAC: a secret keeps out records written without it ----------------------------------------------
 
 def test_records_authenticated_with_a_secret(module, tmp_path):
