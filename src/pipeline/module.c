@@ -264,6 +264,15 @@ static tc_status build(tc_ptx_job *j)
                 return TC_ERR_NOMEM;
         }
     }
+    if (rc == 0) {
+        if (tc_slicer_set_whole_program(j->slicer,
+                                        s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
+            return TC_ERR_NOMEM;
+        if ((rc = tc_slicer_relocatable_hazard(j->slicer, why, sizeof why)) < 0)
+            return TC_ERR_NOMEM;
+        if (rc == 1)
+            tc_split_free(j); /* compiled whole: no units */
+    }
     if (rc == 1 && j->m.may_crash_compiler && s->in_process && s->ptxas[0]) {
         /* a crash of ptxas fails the build, one of the in-process compiler
          * would end the program: such a module is ptxas's, keyed as such */
@@ -287,8 +296,6 @@ static tc_status build(tc_ptx_job *j)
     }
     if (rc == 1)
         return compile_whole_module(j, why, small);
-    if (tc_slicer_set_whole_program(j->slicer, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM) != 0)
-        return TC_ERR_NOMEM;
     if (!explaining(j) && !s->linker.kind)
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
     if (!explaining(j)) /* a link follows: the linker's first use, while units compile */

@@ -862,6 +862,8 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
         case TC_BODY_OPCODE:
             if (tc_tok_is(t, ".loc"))
                 want_file = 1;
+            else if (t->len >= 10 && !memcmp(t->p, "setmaxnreg", 10))
+                st->sets_maxnreg = 1;
             break;
         case TC_BODY_DECL:
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||

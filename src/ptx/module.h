@@ -79,6 +79,7 @@ typedef struct tc_ptx_stmt {
     uint8_t own_const;  /* body declares .const or .tex variables: data in
                            banks a whole-program unit lays out from 0 */
     uint8_t indirect_call; /* body calls through a register */
+    uint8_t sets_maxnreg; /* body uses setmaxnreg, which ptxas -c drops */
     uint32_t line;      /* first line */
     uint32_t last_line;
     size_t start, end;  /* [start, end) in the source, end past ';' or '}' */

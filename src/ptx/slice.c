@@ -842,6 +842,142 @@ static int emit_copies(tc_slicer *s, tc_text *out, const u32vec *copies)
     return 0;
 }
 
+/* Whether a unit of entries idx[0..n), with closure c, may be compiled
+ * -ewp; *const_prefix: how many of the module's .const variables it then
+ * declares first (see above). */
+static int ewp_possible(const tc_slicer *s, const uint32_t *idx, size_t n, const closure *c,
+                        size_t *const_prefix)
+{
+    const tc_ptx_module *m = s->m;
+    /* ptxas -ewp code that calls through a register stopped with an
+     * illegal instruction on the H200 when the target was compiled -c in
+     * the module data (../shared/repro/ewp_fnptr.cu): such units stay
+     * relocatable. */
+    int ok = !c->indirect_call;
+    /* A kernel's own .const data (declared in its body) sits at offset 0
+     * of bank 3 in a -ewp object, with no relocation; linked with other
+     * units' .const data it moves, and the code would read another
+     * kernel's table. -c objects carry relocations for it. */
+    for (size_t i = 0; i < n; i++)
+        if (m->stmts[s->entries[idx[i]]].own_const)
+            ok = 0;
+    for (size_t i = 0; i < c->efuncs.n; i++)
+        if (m->syms[c->efuncs.v[i]].def >= 0) /* defined in the module data */
+            ok = 0;
+    /* ptxas -ewp emits no relocation for a read of an extern .const
+     * variable (it does for .global ones: readelf -r), so the bank offset
+     * it assumes must be the one the linked image has: with const_layout
+     * the unit declares the module's .const variables in the module's order
+     * (see above); otherwise a unit reading .const stays relocatable (on the
+     * H200 such units computed wrong results: tests/gpu/specs/constant_mem).
+     * Other spaces (.tex, ...) keep a unit relocatable. */
+    *const_prefix = 0;
+    for (size_t i = 0; i < c->vars.n; i++) {
+        const tc_ptx_stmt *st = sym_stmt(m, c->vars.v[i]);
+        if (st->space == TC_SPACE_CONST && s->whole_program && s->const_layout) {
+            size_t pos = s->const_pos[c->vars.v[i]];
+            *const_prefix = pos > *const_prefix ? pos : *const_prefix;
+        } else if (st->space != TC_SPACE_GLOBAL) {
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+/* The alignment a variable's declaration states (.align N), 0 if none. */
+static uint64_t stated_align(const tc_ptx_module *m, const tc_ptx_stmt *st)
+{
+    tc_lexer lx;
+    tc_lex_init(&lx, m->src + st->start, var_decl_cut(st) - st->start, st->line);
+    for (tc_tok t = tc_lex_next(&lx); t.kind == TK_IDENT; t = tc_lex_next(&lx))
+        if (tc_tok_is(&t, ".align")) {
+            tc_tok v = tc_lex_next(&lx);
+            return tok_number(&v);
+        }
+    return 0;
+}
+
+/* What in a unit's code ptxas -c would not compile as the whole module
+ * does, or NULL: the linker aligns an .extern .shared array of a -c object
+ * to 16 bytes only (the whole build to its .align: TMA and wgmma need 128
+ * and 1024), and -c drops setmaxnreg ("ignored to maintain compatibility
+ * across compilation units"). */
+static const char *needs_ewp(const tc_slicer *s, const uint32_t *idx, size_t n,
+                             const closure *c)
+{
+    const tc_ptx_module *m = s->m;
+    for (size_t i = 0; i < c->shared.n; i++) {
+        const tc_ptx_stmt *st = sym_stmt(m, c->shared.v[i]);
+        if (st->linkage == TC_LINK_EXTERN && st->space == TC_SPACE_SHARED &&
+            stated_align(m, st) > 16)
+            return "a dynamic .shared array aligned above 16 bytes";
+    }
+    for (size_t i = 0; i < n; i++)
+        if (m->stmts[s->entries[idx[i]]].sets_maxnreg)
+            return "setmaxnreg";
+    for (size_t i = 0; i < c->copies.n; i++)
+        if (m->stmts[m->syms[c->copies.v[i]].def].sets_maxnreg)
+            return "setmaxnreg";
+    return NULL;
+}
+
+int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen)
+{
+    const tc_ptx_module *m = s->m;
+    int candidate = 0; /* most modules have neither: no walk then */
+    for (size_t i = 0; i < m->nstmts && !candidate; i++) {
+        const tc_ptx_stmt *st = &m->stmts[i];
+        candidate = (st->kind == TC_STMT_FUNC && st->sets_maxnreg) ||
+                    (st->kind == TC_STMT_VAR && st->space == TC_SPACE_SHARED &&
+                     st->linkage == TC_LINK_EXTERN);
+    }
+    if (!candidate)
+        return 0;
+    /* Kernels are grouped into units by cost: a kernel that needs -ewp and
+     * one that forces -c may share one, so both anywhere in the module
+     * count. */
+    const char *need = NULL, *needer = NULL, *forcer = NULL;
+    size_t need_len = 0, forcer_len = 0;
+    for (size_t i = 0; i < s->nentries && !(need && forcer); i++) {
+        closure c;
+        uint32_t idx = (uint32_t)i;
+        if (collect_entries(s, &idx, 1, &c) != 0) {
+            closure_free(&c);
+            return -1;
+        }
+        size_t prefix;
+        const tc_ptx_sym *y = &m->syms[m->stmts[s->entries[i]].sym];
+        const char *what = needs_ewp(s, &idx, 1, &c);
+        if (what && !need) {
+            need = what;
+            needer = y->name;
+            need_len = y->len;
+        }
+        if ((!s->whole_program || !ewp_possible(s, &idx, 1, &c, &prefix)) && !forcer) {
+            forcer = y->name;
+            forcer_len = y->len;
+        }
+        closure_free(&c);
+    }
+    if (!need || !forcer)
+        return 0;
+    if (!s->whole_program)
+        return why(whybuf, whylen,
+                   "kernel '%.*s' uses %s, which relocatable (-c) units do not compile as the "
+                   "whole module does",
+                   (int)(need_len > 64 ? 64 : need_len), needer, need);
+    if (needer == forcer)
+        return why(whybuf, whylen,
+                   "kernel '%.*s' uses %s, which a relocatable (-c) unit does not compile as "
+                   "the whole module does, and needs a relocatable unit",
+                   (int)(need_len > 64 ? 64 : need_len), needer, need);
+    return why(whybuf, whylen,
+               "kernel '%.*s' uses %s, which a relocatable (-c) unit does not compile as the "
+               "whole module does, and kernel '%.*s' needs a relocatable unit",
+               (int)(need_len > 64 ? 64 : need_len), needer, need,
+               (int)(forcer_len > 64 ? 64 : forcer_len), forcer);
+}
+
 int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,
                         int *whole_program)
 {
@@ -853,38 +989,8 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
         goto done;
     if (emit_header(s, out))
         goto done;
-    /* ptxas -ewp code that calls through a register stopped with an
-     * illegal instruction on the H200 when the target was compiled -c in
-     * the module data (../shared/repro/ewp_fnptr.cu): such units stay
-     * relocatable. */
-    *whole_program = !c.indirect_call;
-    /* A kernel's own .const data (declared in its body) sits at offset 0
-     * of bank 3 in a -ewp object, with no relocation; linked with other
-     * units' .const data it moves, and the code would read another
-     * kernel's table. -c objects carry relocations for it. */
-    for (size_t i = 0; i < n; i++)
-        if (m->stmts[s->entries[idx[i]]].own_const)
-            *whole_program = 0;
-    for (size_t i = 0; i < c.efuncs.n; i++)
-        if (m->syms[c.efuncs.v[i]].def >= 0) /* defined in the module data */
-            *whole_program = 0;
-    /* ptxas -ewp emits no relocation for a read of an extern .const
-     * variable (it does for .global ones: readelf -r), so the bank offset
-     * it assumes must be the one the linked image has: with const_layout
-     * the unit declares the module's .const variables in the module's order
-     * (see above); otherwise a unit reading .const stays relocatable (on the
-     * H200 such units computed wrong results: tests/gpu/specs/constant_mem).
-     * Other spaces (.tex, ...) keep a unit relocatable. */
     size_t const_prefix = 0;
-    for (size_t i = 0; i < c.vars.n; i++) {
-        const tc_ptx_stmt *st = sym_stmt(m, c.vars.v[i]);
-        if (st->space == TC_SPACE_CONST && s->whole_program && s->const_layout) {
-            size_t pos = s->const_pos[c.vars.v[i]];
-            const_prefix = pos > const_prefix ? pos : const_prefix;
-        } else if (st->space != TC_SPACE_GLOBAL) {
-            *whole_program = 0;
-        }
-    }
+    *whole_program = ewp_possible(s, idx, n, &c, &const_prefix);
     for (size_t i = 0; i < const_prefix; i++) {
         const tc_ptx_stmt *st = sym_stmt(m, s->consts.v[i]);
         if (emit_decl(s, out, st, var_decl_cut(st), TC_CANON_EXTERN))

@@ -44,6 +44,63 @@ def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
     assert sizes[0] == sizes[1]  # the same code (the tool notes name the command line)
 
 
+
+SETMAXNREG = """.version 8.1
+.target sm_90a
+.address_size 64
+.visible .entry producer_consumer(.param .u64 out) .maxntid 384, 1, 1 .maxnreg 168
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	.reg .pred %p<2>;
+	mov.u32 %r1, %tid.x;
+	setp.lt.u32 %p1, %r1, 128;
+	@%p1 bra $producer;
+	setmaxnreg.inc.sync.aligned.u32 232;
+	bra.uni $done;
+$producer:
+	setmaxnreg.dec.sync.aligned.u32 40;
+$done:
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd1, %rd1;
+	mul.wide.u32 %rd2, %r1, 4;
+	add.u64 %rd1, %rd1, %rd2;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+.visible .entry indirect(.param .u64 f)
+{
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [f];
+	{ proto: .callprototype _ (); call %rd1, (), proto; }
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("units", ["default", "relocatable"])
+def test_code_relocatable_units_cannot_make_compiles_whole(tmp_path, units):
+    """ptxas -c leaves a dynamic .shared array's alignment to the linker (16
+    bytes, against the .align 1024 TMA needs) and drops setmaxnreg: a module
+    where such a kernel could land in a relocatable unit is compiled whole,
+    and says why."""
+    from tchelp import PTXAS
+    extra = ["--relocatable-units"] if units == "relocatable" else []
+    aligned = ROOT / "tests" / "realworld" / "findings" / "dynamic_shared_alignment.ptx"
+    p = build(aligned, tmp_path / "a.cubin", None, *PER_KERNEL, *extra)
+    assert ("note: compiled whole, not split: kernel 'staged' uses a dynamic .shared array "
+            "aligned above 16 bytes") in p.stderr, p.stderr
+    run([PTXAS, f"-arch={ARCH}", aligned, "-o", tmp_path / "w.cubin"])
+    shared = [{n: v for n, v in elfsyms.section_sizes(str(tmp_path / f)).items()
+               if n.startswith(".nv.shared.")} for f in ("a.cubin", "w.cubin")]
+    assert shared[0] == shared[1] and shared[0][".nv.shared.staged"] == 0x800
+    src = tmp_path / "wsp.ptx"
+    src.write_text(SETMAXNREG)
+    p = tc("build", src, "-o", tmp_path / "b.cubin", "--arch", "sm_90a", "--no-cache",
+           *PER_KERNEL, *extra)
+    assert ("note: compiled whole, not split: kernel 'producer_consumer' uses setmaxnreg"
+            in p.stderr), p.stderr
+
 INLINED = """
 __device__ __forceinline__ float g(float x);
 __device__ __forceinline__ float f(float x) { return x * 3.0f + 1.0f; }

@@ -113,7 +113,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* relocatable units, then whole-program units (which may declare
          * the module's .const variables) */
         for (int mode = 0; mode < 2; mode++) {
-            if (tc_slicer_set_whole_program(s, mode) != 0)
+            char hazard[256];
+            if (tc_slicer_set_whole_program(s, mode) != 0 ||
+                tc_slicer_relocatable_hazard(s, hazard, sizeof hazard) < 0)
                 abort();
             const char *name;
             size_t len;

@@ -166,6 +166,48 @@ static void test_whole_program_choice(void)
     drop(&x);
 }
 
+/* ptxas -c (and the linker) make other code than the whole build for a
+ * dynamic .shared array aligned above 16 bytes and for setmaxnreg: such a
+ * kernel anywhere with a relocatable unit anywhere compiles the module whole. */
+static int hazard(const char *src, int whole_program_units)
+{
+    mod x;
+    CHECK(build(&x, src) == 0);
+    CHECK(tc_slicer_set_whole_program(x.s, whole_program_units) == 0);
+    char why[256] = "";
+    int rc = tc_slicer_relocatable_hazard(x.s, why, sizeof why);
+    CHECK(rc == 0 || strstr(why, "relocatable") != NULL);
+    drop(&x);
+    return rc;
+}
+
+static void test_relocatable_hazards(void)
+{
+    const char *aligned = ".extern .shared .align 1024 .b8 smem[];\n"
+                          ".visible .entry tma (.param .u64 o) { .reg .b32 %r<2>;"
+                          " mov.u32 %r1, smem; st.shared.u32 [smem], %r1; ret; }\n";
+    const char *own_const = ".visible .entry tab (.param .u64 o) { .const .align 4 .u32 t[2] = {1, 2};"
+                            " .reg .b32 %r<2>; ld.const.u32 %r1, [t]; ret; }\n";
+    const char *plain = ".visible .entry plain (.param .u64 o) { .reg .b32 %r<2>;"
+                        " mov.u32 %r1, 1; ret; }\n";
+    char src[4096];
+    snprintf(src, sizeof src, HDR "%s%s", aligned, plain);
+    CHECK(hazard(src, 1) == 0); /* every unit -ewp */
+    CHECK(hazard(src, 0) == 1); /* --relocatable-units */
+    snprintf(src, sizeof src, HDR "%s%s", aligned, own_const);
+    CHECK(hazard(src, 1) == 1); /* tab's unit is -c, and may hold tma */
+    snprintf(src, sizeof src, HDR ".extern .shared .align 16 .b8 smem[];\n"
+             ".visible .entry k (.param .u64 o) { .reg .b32 %%r<2>; mov.u32 %%r1, smem; ret; }\n%s",
+             own_const);
+    CHECK(hazard(src, 1) == 0); /* 16 is what the linker gives anyway */
+    snprintf(src, sizeof src, HDR ".visible .entry ws () .maxnreg 168 {"
+             " setmaxnreg.inc.sync.aligned.u32 232; ret; }\n%s", own_const);
+    CHECK(hazard(src, 1) == 1);
+    snprintf(src, sizeof src, HDR ".visible .entry ws () .maxnreg 168 {"
+             " setmaxnreg.inc.sync.aligned.u32 232; ret; }\n%s", plain);
+    CHECK(hazard(src, 1) == 0);
+}
+
 /* .noreturn, .abi_preserve and .abi_preserve_control set a function's
  * calling convention: every declaration a unit makes of it repeats them. */
 static void test_prototype_directives(void)
@@ -482,5 +524,6 @@ int main(void)
     test_files();
     test_indirect_calls();
     test_prototype_directives();
+    test_relocatable_hazards();
     return check_report("test_slice");
 }
