@@ -3,12 +3,13 @@
  * A PTX module handed to cuModuleLoadData(Ex) or cuLibraryLoadData is built
  * with taskcache (split, compiled in parallel, cached in the user's cache)
  * for the architecture the driver would compile it for, and the driver is
- * given the linked cubin instead. A link session whose only input is one
- * PTX module gets taskcache's cubin from cuLinkComplete. Everything else
- * goes to the driver exactly as the program made the call: a cubin or
- * fatbin, an option whose effect taskcache cannot reproduce, a link with
- * other inputs, a build that fails (the driver then reports the error the
- * way it always does). The program sees the driver's behaviour, faster.
+ * given the linked cubin instead. A PTX input of a link session is built
+ * into the relocatable object the driver would compile it to, and the
+ * driver links that object with the session's other inputs. Everything
+ * else goes to the driver exactly as the program made the call: a cubin or
+ * fatbin, an option whose effect taskcache cannot reproduce, a build that
+ * fails (the driver then reports the error the way it always does). The
+ * program sees the driver's behaviour, faster.
  *
  * Silent unless TASKCACHE_LOG names a file, which gets one line per call. */
 #define _GNU_SOURCE
@@ -147,88 +148,99 @@ static size_t ptx_length(const void *image)
 typedef struct jit_opts {
     char why[96];         /* non-empty: the call goes to the driver unchanged, because */
     char arch[16];        /* CU_JIT_TARGET, or "" for the context's device */
-    char copt[4][32];     /* compiler options */
-    int ncopt;
+    /* what reaches the compiler: -1 where the option was not given */
+    long maxreg, opt_level, lineinfo, cache_mode, split;
     char *info, *error;   /* the caller's log buffers, */
     size_t info_cap, error_cap;
     int info_at, error_at, wall_at; /* and the slots that report back, or -1 */
 } jit_opts;
 
-static void add_copt(jit_opts *o, const char *opt) /* at most one of each: 4 */
+static void opts_init(jit_opts *o)
 {
-    if (o->ncopt < 4)
-        snprintf(o->copt[o->ncopt++], sizeof o->copt[0], "%s", opt);
-}
-
-static void add_copt_number(jit_opts *o, const char *name, unsigned v)
-{
-    char opt[32];
-    snprintf(opt, sizeof opt, "%s%u", name, v);
-    add_copt(o, opt);
+    memset(o, 0, sizeof *o);
+    o->maxreg = o->opt_level = o->lineinfo = o->cache_mode = o->split = -1;
+    o->info_at = o->error_at = o->wall_at = -1;
 }
 
 static unsigned uval(void **values, unsigned i) { return (unsigned)(uintptr_t)values[i]; }
 
-/* Reads the options of one call into o; options of a link and of one of
- * its inputs add up. Unknown options, and those whose effect taskcache
- * does not reproduce, set o->why. */
-static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, void **values)
+/* Reads the options of one call into o. As in the driver, a later value of
+ * an option replaces an earlier one, and a link input's options replace
+ * the link's (read into the same o, after them). Unknown options, those
+ * whose effect taskcache does not reproduce, and those the driver refuses
+ * (it then fails the call itself) set o->why. link_input: the options of
+ * cuLinkAddData/cuLinkAddFile, which take compiler options only. */
+static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, void **values,
+                         int link_input)
 {
+    if (n && (!options || !values)) {
+        snprintf(o->why, sizeof o->why, "%u options without %s", n,
+                 options ? "values" : "the options");
+        return;
+    }
     for (unsigned i = 0; i < n && !o->why[0]; i++) {
-        unsigned v = values ? uval(values, i) : 0;
+        unsigned v = uval(values, i);
         switch (options[i]) {
         case CU_JIT_MAX_REGISTERS:
-            add_copt_number(o, "--maxrregcount=", v);
+            if (v == 0) /* the driver: CUDA_ERROR_INVALID_VALUE */
+                snprintf(o->why, sizeof o->why, "maximum registers 0");
+            o->maxreg = v;
             break;
         case CU_JIT_OPTIMIZATION_LEVEL: /* 0-4, 4 the default: ptxas's -O3 */
             if (v > 4)
                 snprintf(o->why, sizeof o->why, "optimization level %u", v);
-            else if (v < 4)
-                add_copt_number(o, "-O", v);
+            o->opt_level = v;
             break;
         case CU_JIT_GENERATE_LINE_INFO:
-            if (v)
-                add_copt(o, "-lineinfo");
+            o->lineinfo = v != 0;
             break;
         case CU_JIT_CACHE_MODE:
-            if (v == CU_JIT_CACHE_OPTION_CG || v == CU_JIT_CACHE_OPTION_CA)
-                add_copt(o, v == CU_JIT_CACHE_OPTION_CG ? "--def-load-cache=cg"
-                                                        : "--def-load-cache=ca");
-            else if (v != CU_JIT_CACHE_OPTION_NONE)
+            if (v != CU_JIT_CACHE_OPTION_NONE && v != CU_JIT_CACHE_OPTION_CG &&
+                v != CU_JIT_CACHE_OPTION_CA)
                 snprintf(o->why, sizeof o->why, "cache mode %u", v);
+            o->cache_mode = v;
             break;
-        case CU_JIT_TARGET: {
-            unsigned base = v >= CU_COMPUTE_FAMILY_TARGET_BASE        ? CU_COMPUTE_FAMILY_TARGET_BASE
-                            : v >= CU_COMPUTE_ACCELERATED_TARGET_BASE ? CU_COMPUTE_ACCELERATED_TARGET_BASE
-                                                                      : 0;
-            snprintf(o->arch, sizeof o->arch, "sm_%u%s", v - base,
-                     base == CU_COMPUTE_FAMILY_TARGET_BASE        ? "f"
-                     : base == CU_COMPUTE_ACCELERATED_TARGET_BASE ? "a"
-                                                                  : "");
+        case CU_JIT_SPLIT_COMPILE: /* a relocatable compile's code depends on it */
+            o->split = v;
             break;
-        }
+        case CU_JIT_TARGET:
+        case CU_JIT_TARGET_FROM_CUCONTEXT:
         case CU_JIT_INFO_LOG_BUFFER:
-            o->info = values ? values[i] : NULL;
-            break;
         case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
-            o->info_cap = v;
-            o->info_at = (int)i;
-            break;
         case CU_JIT_ERROR_LOG_BUFFER:
-            o->error = values ? values[i] : NULL;
-            break;
         case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
-            o->error_cap = v;
-            o->error_at = (int)i;
-            break;
         case CU_JIT_WALL_TIME:
-            o->wall_at = (int)i;
+            if (link_input) { /* the driver: CUDA_ERROR_INVALID_VALUE */
+                snprintf(o->why, sizeof o->why, "JIT option %d for a link input",
+                         (int)options[i]);
+                break;
+            }
+            if (options[i] == CU_JIT_TARGET) {
+                unsigned base = v >= CU_COMPUTE_FAMILY_TARGET_BASE ? CU_COMPUTE_FAMILY_TARGET_BASE
+                                : v >= CU_COMPUTE_ACCELERATED_TARGET_BASE
+                                    ? CU_COMPUTE_ACCELERATED_TARGET_BASE
+                                    : 0;
+                snprintf(o->arch, sizeof o->arch, "sm_%u%s", v - base,
+                         base == CU_COMPUTE_FAMILY_TARGET_BASE        ? "f"
+                         : base == CU_COMPUTE_ACCELERATED_TARGET_BASE ? "a"
+                                                                      : "");
+            } else if (options[i] == CU_JIT_INFO_LOG_BUFFER) {
+                o->info = values[i];
+            } else if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES) {
+                o->info_cap = v;
+                o->info_at = (int)i;
+            } else if (options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+                o->error = values[i];
+            } else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
+                o->error_cap = v;
+                o->error_at = (int)i;
+            } else if (options[i] == CU_JIT_WALL_TIME) {
+                o->wall_at = (int)i;
+            } /* CU_JIT_TARGET_FROM_CUCONTEXT: what happens anyway */
             break;
-        case CU_JIT_TARGET_FROM_CUCONTEXT: /* what happens anyway */
-        case CU_JIT_FALLBACK_STRATEGY:     /* chooses between PTX and a binary: PTX it is */
-        case CU_JIT_SPLIT_COMPILE:         /* how fast, not what */
-        case CU_JIT_FTZ:                   /* these four apply to link-time optimization */
-        case CU_JIT_PREC_DIV:              /* of NVVM IR only (CU_JIT_LTO), never to PTX */
+        case CU_JIT_FALLBACK_STRATEGY: /* chooses between PTX and a binary: PTX it is */
+        case CU_JIT_FTZ:               /* these four apply to link-time optimization */
+        case CU_JIT_PREC_DIV:          /* of NVVM IR only (CU_JIT_LTO), never to PTX */
         case CU_JIT_PREC_SQRT:
         case CU_JIT_FMA:
             break;
@@ -246,10 +258,26 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
     }
 }
 
-static void opts_init(jit_opts *o)
+/* The compiler options the JIT options stand for. */
+static int add_compiler_options(tc_options *opts, const jit_opts *o)
 {
-    memset(o, 0, sizeof *o);
-    o->info_at = o->error_at = o->wall_at = -1;
+    char opt[5][48];
+    int n = 0;
+    if (o->maxreg >= 0)
+        snprintf(opt[n++], sizeof opt[0], "--maxrregcount=%ld", o->maxreg);
+    if (o->opt_level >= 0 && o->opt_level < 4) /* 4, the default, is ptxas's own -O3 */
+        snprintf(opt[n++], sizeof opt[0], "-O%ld", o->opt_level);
+    if (o->lineinfo > 0)
+        snprintf(opt[n++], sizeof opt[0], "-lineinfo");
+    if (o->cache_mode == CU_JIT_CACHE_OPTION_CG || o->cache_mode == CU_JIT_CACHE_OPTION_CA)
+        snprintf(opt[n++], sizeof opt[0], "--def-load-cache=%s",
+                 o->cache_mode == CU_JIT_CACHE_OPTION_CG ? "cg" : "ca");
+    if (o->split >= 0)
+        snprintf(opt[n++], sizeof opt[0], "--split-compile=%ld", o->split);
+    for (int i = 0; i < n; i++)
+        if (tc_options_add_compiler_option(opts, opt[i], NULL) != TC_OK)
+            return -1;
+    return 0;
 }
 
 /* Reports back as the driver does: the info log gets the compiler's
@@ -308,27 +336,40 @@ static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap
     return 0;
 }
 
-/* The compiler's warnings among a build's diagnostics, for the info log. */
+/* The compiler's warnings among a build's diagnostics, for the info log,
+ * as the driver writes them: "ptxas warning : TEXT", one a line, no
+ * newline after the last. */
 static void warnings_of(const tc_result *r, char *out, size_t cap)
 {
+    static const char prefix[] = "ptxas warning : ";
     const char *d = r ? tc_result_diagnostics(r) : "";
     size_t n = 0;
     out[0] = '\0';
     while (*d) {
         size_t len = strcspn(d, "\n");
-        if (memmem(d, len, ": warning", 9) && n + len + 2 < cap) {
-            memcpy(out + n, d, len);
-            n += len;
-            out[n++] = '\n';
+        const char *w = memmem(d, len, ": warning: ", 11);
+        if (w) {
+            const char *text = w + 11;
+            size_t tl = (size_t)(d + len - text), need = (n ? 1 : 0) + sizeof prefix - 1 + tl;
+            if (n + need + 1 > cap)
+                break;
+            if (n)
+                out[n++] = '\n';
+            memcpy(out + n, prefix, sizeof prefix - 1);
+            n += sizeof prefix - 1;
+            memcpy(out + n, text, tl);
+            n += tl;
             out[n] = '\0';
         }
         d += len + (d[len] == '\n');
     }
 }
 
-/* Builds PTX with taskcache. NULL (with why set) when the driver must do
- * it: no current context, or the build failed. */
-static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts *o)
+/* Builds PTX with taskcache: an image, or for a link the relocatable
+ * object the driver's link compiles PTX to. NULL (with why set) when the
+ * driver must do it: no current context, or the build failed. */
+static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts *o,
+                        tc_output output)
 {
     char arch[16];
     if (target_arch(o, ptx, arch, sizeof arch) != 0) {
@@ -341,12 +382,10 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
         opts->driver_load = 1; /* counted as driver_built when it succeeds */
     tc_result *r = NULL;
     tc_status st = TC_ERR_NOMEM;
-    if (opts && tc_options_set_arch(opts, arch, NULL) == TC_OK) {
-        int ok = 1;
-        for (int i = 0; i < o->ncopt && ok; i++)
-            ok = tc_options_add_compiler_option(opts, o->copt[i], NULL) == TC_OK;
-        st = ok ? tc_build(cache, opts, ptx, len, call, &r) : TC_ERR_INVALID;
-    }
+    if (opts && tc_options_set_arch(opts, arch, NULL) == TC_OK &&
+        tc_options_set_output(opts, output) == TC_OK)
+        st = add_compiler_options(opts, o) == 0 ? tc_build(cache, opts, ptx, len, call, &r)
+                                                : TC_ERR_INVALID;
     tc_options_free(opts);
     if (st == TC_OK)
         return r;
@@ -406,8 +445,8 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
     }
     jit_opts o;
     opts_init(&o);
-    read_options(&o, n, options, values);
-    tc_result *r = o.why[0] ? NULL : build(call, image, len, &o);
+    read_options(&o, n, options, values, 0);
+    tc_result *r = o.why[0] ? NULL : build(call, image, len, &o, TC_OUTPUT_IMAGE);
     if (!r) {
         note("%s: passed to the driver: %s", call, o.why);
         count_passed();
@@ -454,8 +493,8 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     }
     jit_opts o;
     opts_init(&o);
-    read_options(&o, n, options, values);
-    tc_result *r = o.why[0] ? NULL : build("cuLibraryLoadData", code, len, &o);
+    read_options(&o, n, options, values, 0);
+    tc_result *r = o.why[0] ? NULL : build("cuLibraryLoadData", code, len, &o, TC_OUTPUT_IMAGE);
     if (!r) {
         note("cuLibraryLoadData: passed to the driver: %s", o.why);
         count_passed();
@@ -493,24 +532,21 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
 
 /* ---- link sessions ---------------------------------------------------------------------- */
 
-/* What the interceptor knows of one link session. While it holds a single
- * PTX input that taskcache built, nothing has gone to the driver's link
- * state; the first other input replays that PTX to the driver, and from
- * then on the driver links. */
+/* The driver treats a link's PTX as relocatable code: it compiles each PTX
+ * input as `ptxas -c` does and links the objects (on the H200 its image's
+ * code is that of ptxas -c + nvlink, not that of a whole-program compile).
+ * So taskcache builds each PTX input into that relocatable object (one
+ * compile of the module, cached as a module record) and hands the driver
+ * the object in its place; the driver links whatever the session holds,
+ * as it would have. Per session, the interceptor keeps the link's options
+ * (a PTX input's own options replace them for that input) and the
+ * compiler warnings of the inputs it built, for the info log. */
 typedef struct session {
     CUlinkState state;
     jit_opts opts;           /* cuLinkCreate's: their report slots are the caller's */
     void **values;
-    int passed;              /* the driver links this session */
-    tc_result *built;        /* the PTX input, built by taskcache */
-    char *ptx;               /* kept to replay it */
-    size_t len;
-    char *name;
-    unsigned n;              /* its own options, copied */
-    CUjit_option *options;
-    void **option_values;
-    int v;                   /* the cuLinkAddData version that added it */
-    double seconds;
+    int passed;              /* the driver compiles this session's PTX */
+    char warnings[4096];     /* of the PTX inputs taskcache built */
     struct session *next;
 } session;
 
@@ -537,19 +573,6 @@ static session *find(CUlinkState state)
     return s;
 }
 
-static void drop_input(session *s)
-{
-    tc_result_free(s->built);
-    free(s->ptx);
-    free(s->name);
-    free(s->options);
-    free(s->option_values);
-    s->built = NULL;
-    s->ptx = s->name = NULL;
-    s->options = NULL;
-    s->option_values = NULL;
-}
-
 CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **values,
                             CUlinkState *state)
 {
@@ -564,14 +587,14 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     pthread_once(&fork_once, install_fork_handlers);
     session *s = calloc(1, sizeof *s);
     if (!s)
-        return rc; /* the driver links it, as if we were not here */
+        return rc; /* the driver compiles its PTX, as if we were not here */
     s->state = *state;
     opts_init(&s->opts);
-    read_options(&s->opts, n, options, values);
+    read_options(&s->opts, n, options, values, 0);
     s->values = values;
     s->passed = s->opts.why[0] != 0 || intercept_mode() == MODE_MEASURE;
     if (s->opts.why[0])
-        note("cuLinkCreate: the driver links this session: %s", s->opts.why);
+        note("cuLinkCreate: the driver compiles this session's PTX: %s", s->opts.why);
     pthread_mutex_lock(&sessions_lock);
     s->next = sessions;
     sessions = s;
@@ -579,80 +602,43 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     return rc;
 }
 
-/* From now on the driver links this session: it gets the PTX input that
- * was kept back, as the program gave it. */
-static CUresult pass_session(session *s, const char *why)
+/* Builds a PTX input of session s and adds the object to the driver's
+ * link in its place: 1 done (*rc the driver's answer), 0 the driver must
+ * have the PTX as given (the log says why). */
+static int add_built(int v, session *s, const char *call, const char *ptx, size_t len,
+                     const char *name, unsigned n, CUjit_option *options, void **values,
+                     CUresult *rc)
 {
-    CUresult rc = CUDA_SUCCESS;
-    if (s->ptx) {
-        const tc_real_driver *d = tc_real();
-        rc = d->cuLinkAddData[s->v](s->state, CU_JIT_INPUT_PTX, s->ptx, s->len + 1, s->name,
-                                    s->n, s->options, s->option_values);
-        count_passed(); /* built, and the driver compiles it too */
-    }
-    note("cuLinkAddData: the driver links this session: %s", why);
-    drop_input(s);
-    s->passed = 1;
-    return rc;
-}
-
-/* Builds a session's PTX input and keeps it back from the driver: 1 done,
- * 0 not built (the reason in why: the driver must have it), -1 out of
- * memory. */
-static int keep_ptx(int v, session *s, const char *data, size_t len, const char *name,
-                    unsigned n, CUjit_option *options, void **values, char *why, size_t cap)
-{
-    jit_opts o = s->opts; /* the link's options, and this input's */
+    jit_opts o = s->opts; /* the link's options, replaced by this input's */
     o.why[0] = '\0';
-    read_options(&o, n, options, values);
+    read_options(&o, n, options, values, 1);
     double t0 = now();
-    tc_result *r = o.why[0] ? NULL : build("cuLinkAddData", data, len, &o);
+    tc_result *r = o.why[0] ? NULL : build(call, ptx, len, &o, TC_OUTPUT_OBJECT);
     if (!r) {
-        snprintf(why, cap, "%s", o.why);
+        note("%s: passed to the driver: %s", call, o.why);
+        count_passed();
         return 0;
     }
-    s->built = r;
-    s->seconds = now() - t0;
-    s->len = len;
-    s->v = v;
-    s->n = n;
-    s->ptx = malloc(len + 1);
-    s->name = strdup(name ? name : "");
-    s->options = n ? malloc(n * sizeof *options) : NULL;
-    s->option_values = n ? malloc(n * sizeof *values) : NULL;
-    if (!s->ptx || !s->name || (n && (!s->options || !s->option_values))) {
-        drop_input(s);
-        return -1;
+    size_t size;
+    void *object = (void *)tc_result_image(r, &size);
+    *rc = tc_real()->cuLinkAddData[v](s->state, CU_JIT_INPUT_CUBIN, object, size, name, 0,
+                                      NULL, NULL);
+    if (*rc != CUDA_SUCCESS) {
+        note("%s: the driver refused taskcache's object (error %d): passed to the driver", call,
+             (int)*rc);
+        count_passed();
+        tc_result_free(r);
+        return 0;
     }
-    memcpy(s->ptx, data, len);
-    s->ptx[len] = '\0';
-    if (n) {
-        memcpy(s->options, options, n * sizeof *options);
-        memcpy(s->option_values, values, n * sizeof *values);
-    }
+    size_t at = strlen(s->warnings);
+    if (at && at + 1 < sizeof s->warnings)
+        s->warnings[at++] = '\n';
+    warnings_of(r, s->warnings + at, sizeof s->warnings - at);
+    if (!s->warnings[at] && at)
+        s->warnings[at - 1] = '\0';
+    note_built(call, r, now() - t0);
+    tc_result_free(r); /* the driver copied the object */
     return 1;
-}
-
-/* A new input of a session taskcache still links. *kept: taskcache took
- * it (built, kept back from the driver). Otherwise the driver links the
- * session from now on, and this input goes to it as given; the result is
- * then that of replaying what was kept back. */
-static CUresult take_input(int v, session *s, CUjitInputType type, const char *ptx,
-                           size_t len, const char *name, unsigned n, CUjit_option *options,
-                           void **values, int *kept)
-{
-    char why[96] = "a second input";
-    *kept = 0;
-    if (type == CU_JIT_INPUT_PTX && len && !s->ptx) {
-        int k = keep_ptx(v, s, ptx, len, name, n, options, values, why, sizeof why);
-        if (k != 0) {
-            *kept = k > 0;
-            return k > 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    } else if (type != CU_JIT_INPUT_PTX) {
-        snprintf(why, sizeof why, "an input of type %d, not PTX", (int)type);
-    }
-    return pass_session(s, why);
 }
 
 CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, void *data,
@@ -665,22 +651,20 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
     session *s = tc_intercept_enabled() ? find(state) : NULL;
     if (tc_intercept_trace())
         note("trace: cuLinkAddData%s(type %d, %zu bytes)", v ? "_v2" : "", (int)type, size);
-    if (s && !s->passed) {
-        size_t len = type == CU_JIT_INPUT_PTX ? ptx_length(data) : 0;
-        int kept;
-        CUresult rc = take_input(v, s, type, data, len <= size ? len : 0, name, n, options,
-                                 values, &kept);
-        if (kept || rc != CUDA_SUCCESS)
-            return rc;
-    }
-    if (s && type == CU_JIT_INPUT_PTX)
-        count_passed();
-    if (s && intercept_mode() == MODE_MEASURE && type == CU_JIT_INPUT_PTX) {
+    size_t len = s && type == CU_JIT_INPUT_PTX ? ptx_length(data) : 0;
+    CUresult rc;
+    if (len && len <= size && !s->passed &&
+        add_built(v, s, "cuLinkAddData", data, len, name, n, options, values, &rc))
+        return rc;
+    if (s && type == CU_JIT_INPUT_PTX && s->passed && intercept_mode() == MODE_MEASURE) {
         double t0 = now(); /* the driver compiles PTX as it is added */
-        CUresult rc = d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
-        note("cuLinkAddData: the driver compiled PTX in %.3f s (result %d)", now() - t0, rc);
+        rc = d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
+        note("cuLinkAddData: the driver compiled %zu bytes of PTX in %.3f s (result %d)", len,
+             now() - t0, rc);
         return rc;
     }
+    if (s && type == CU_JIT_INPUT_PTX && s->passed)
+        count_passed();
     return d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
 }
 
@@ -702,39 +686,45 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
                               unsigned n, CUjit_option *options, void **values)
 {
     const tc_real_driver *d = tc_real();
-    if (!d->cuLinkAddFile[v])
+    if (!d->cuLinkAddFile[v] || !d->cuLinkAddData[v])
         return CUDA_ERROR_NOT_SUPPORTED;
     session *s = tc_intercept_enabled() ? find(state) : NULL;
-    if (s && !s->passed) {
-        char *text = type == CU_JIT_INPUT_PTX ? read_text(path) : NULL;
+    if (s && type == CU_JIT_INPUT_PTX && !s->passed) {
+        char *text = read_text(path);
         size_t len = text ? ptx_length(text) : 0;
-        int kept;
-        CUresult rc = take_input(v, s, type, text, len, path, n, options, values, &kept);
+        CUresult rc;
+        int done = len && add_built(v, s, "cuLinkAddFile", text, len, path, n, options, values,
+                                    &rc);
         free(text);
-        if (kept || rc != CUDA_SUCCESS)
+        if (done)
             return rc;
-    }
-    if (s && type == CU_JIT_INPUT_PTX)
+    } else if (s && type == CU_JIT_INPUT_PTX) {
         count_passed();
+    }
     return d->cuLinkAddFile[v](state, type, path, n, options, values);
 }
 
+/* The driver links; the info log then also gets the warnings of the PTX
+ * inputs taskcache compiled, which the driver would have written there. */
 CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
 {
     const tc_real_driver *d = tc_real();
     if (!d->cuLinkComplete)
         return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult rc = d->cuLinkComplete(state, cubin, size);
     session *s = tc_intercept_enabled() ? find(state) : NULL;
-    if (!s || s->passed || !s->built)
-        return d->cuLinkComplete(state, cubin, size);
-    /* the image stays with the session until cuLinkDestroy, as the
-     * driver's own does */
-    *cubin = (void *)tc_result_image(s->built, size);
-    char warnings[4096];
-    warnings_of(s->built, warnings, sizeof warnings);
-    report(&s->opts, s->values, warnings, s->seconds);
-    note_built("cuLinkComplete", s->built, s->seconds);
-    return CUDA_SUCCESS;
+    const jit_opts *o = s ? &s->opts : NULL;
+    if (rc == CUDA_SUCCESS && o && s->warnings[0] && o->info && o->info_at >= 0 && o->info_cap &&
+        s->values) {
+        size_t at = strnlen(o->info, o->info_cap - 1), w = strlen(s->warnings);
+        if (at && at + 1 < o->info_cap - 1)
+            o->info[at++] = '\n';
+        w = w < o->info_cap - 1 - at ? w : o->info_cap - 1 - at;
+        memcpy(o->info + at, s->warnings, w);
+        o->info[at + w] = '\0';
+        s->values[o->info_at] = (void *)(uintptr_t)(at + w ? at + w + 1 : 0);
+    }
+    return rc;
 }
 
 CUresult tc_jit_link_destroy(CUlinkState state)
@@ -748,9 +738,6 @@ CUresult tc_jit_link_destroy(CUlinkState state)
     if (s)
         *p = s->next;
     pthread_mutex_unlock(&sessions_lock);
-    if (s) {
-        drop_input(s);
-        free(s);
-    }
+    free(s);
     return d->cuLinkDestroy ? d->cuLinkDestroy(state) : CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -3,8 +3,9 @@ records what it is given (tests/intercept/fake_cuda.c) and a JIT-like client
 that reaches the driver by every path (tests/intercept/jit_client.c). No GPU:
 what is checked is what the driver receives. Where taskcache can reproduce
 the driver's work, the driver gets a cubin, byte for byte the image `taskcache
-build` makes with the same options; everywhere else it gets the program's call
-unchanged."""
+build` makes with the same options (for a link's PTX, the relocatable object of
+`ptxas -c`, which the driver links); everywhere else it gets the
+program's call unchanged."""
 
 import datetime
 import os
@@ -14,7 +15,9 @@ import time
 
 import pytest
 
-from tchelp import ARCH, TASKCACHE, build, nvcc_ptx, stats, tc
+import elfsyms
+from tchelp import ARCH, PTXAS, TASKCACHE, build, nvcc_ptx, stats, tc
+from tchelp import run as run_tool
 
 BUILD = pathlib.Path(TASKCACHE).resolve().parent
 FAKE_DIR = BUILD / "tests" / "intercept"
@@ -84,6 +87,18 @@ def reference(ptx, tmp_path, *opts, arch=ARCH):
     return out.read_bytes()
 
 
+def object_reference(ptx, tmp_path, *ptxas_opts):
+    """The sections of the relocatable object `ptxas -c` makes (the driver's
+    link compiles PTX so), but for the tool note, which names the tool."""
+    out = tmp_path / ("ref%d.o" % len(list(tmp_path.glob("ref*.o"))))
+    run_tool([PTXAS, f"-arch={ARCH}", "-c", *ptxas_opts, ptx, "-o", out])
+    return code_of(out.read_bytes())
+
+
+def code_of(elf):
+    return {n: b for n, b in elfsyms.sections(elf).items() if not n.startswith(".note")}
+
+
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("action", ["load", "loadex", "library"])
 def test_ptx_loads_become_taskcache_cubins(tmp_path, ptx, path, action):
@@ -106,42 +121,81 @@ def test_ptx_loads_become_taskcache_cubins(tmp_path, ptx, path, action):
     assert any("module record hit" in l for l in p.log), p.log
 
 
+def linked_inputs(p):
+    """What the fake driver's link got: [type, what] per cuLinkAddData."""
+    return [l.split()[2:4] for l in p.fake if l.startswith("cuLinkAddData")]
+
+
 @pytest.mark.parametrize("path", PATHS + ["proc-old"])
-def test_a_link_of_one_ptx_is_taskcaches(tmp_path, ptx, path):
+def test_a_link_gets_the_object_the_driver_would_compile(tmp_path, ptx, path):
+    """The driver compiles a link's PTX as relocatable code (ptxas -c) and
+    links the objects: taskcache builds that object and the driver links it."""
     run = Run(tmp_path)
     p = run(path, "link", ptx)
-    assert "image" in p.stdout and "ELF" in p.stdout, p.stdout
-    assert not any(l.startswith(("cuLinkAddData", "cuLinkComplete")) for l in p.fake), p.fake
-    assert [l.split()[:2] for l in p.fake if l.startswith("cuModuleLoadData")] == \
-        [["cuModuleLoadData", "ELF"]]
-    assert run.last_cubin() == reference(ptx, tmp_path)
+    assert linked_inputs(p) == [["type=0", "ELF"]], p.fake
+    assert "cuLinkComplete inputs=1" in p.fake
+    assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path)
+    assert any("cuLinkAddData: built with taskcache: 3 kernels" in l for l in p.log), p.log
     assert p.fake[-1] == "cuLinkDestroy"
     version = "v1" if path == "proc-old" else "v2"
     assert [l for l in p.fake if l.startswith("cuLinkCreate")][0].split()[1] == version
+    p = run(path, "link", ptx)  # a second process: one record read
+    assert any("module record hit" in l for l in p.log), p.log
 
 
 def test_a_ptx_file_in_a_link(tmp_path, ptx):
     run = Run(tmp_path)
     p = run("proc2", "linkfile", ptx)
     assert not any(l.startswith("cuLinkAddFile") for l in p.fake), p.fake
-    assert run.last_cubin() == reference(ptx, tmp_path)
+    assert linked_inputs(p) == [["type=0", "ELF"]], p.fake
+    assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path)
 
 
-def test_links_of_several_inputs_go_to_the_driver(tmp_path, ptx):
-    """The second input replays the PTX that was kept back: the driver links
-    the session exactly as the program gave it."""
+def test_every_ptx_input_of_a_link_is_built(tmp_path, ptx):
+    """Each PTX input becomes an object; other inputs go to the driver as given."""
     run = Run(tmp_path)
     other = nvcc_ptx(KERNELS.replace("ka", "xa").replace("kb", "xb").replace("kc", "xc"),
                      tmp_path / "o.ptx")
     p = run("proc2", "link", ptx, other)
-    adds = [l.split()[:4] for l in p.fake if l.startswith("cuLinkAddData")]
-    assert [a[3] for a in adds] == ["PTX", "PTX"], p.fake
+    assert linked_inputs(p) == [["type=0", "ELF"], ["type=0", "ELF"]], p.fake
     assert any(l.startswith("cuLinkComplete inputs=2") for l in p.fake)
     cubin = tmp_path / "k.cubin"
     build(ptx, cubin, None)
-    p = run("proc2", "link", ptx, cubin)
-    adds = [l.split()[:4] for l in p.fake if l.startswith("cuLinkAddData")]
-    assert [a[3] for a in adds] == ["PTX", "ELF"], p.fake
+    p = run("proc2", "link", other, cubin)
+    assert linked_inputs(p) == [["type=0", "ELF"], ["type=0", "ELF"]], p.fake
+    assert run.last_cubin() == cubin.read_bytes()  # the program's own, untouched
+
+
+@pytest.mark.parametrize("opts,mapped", [
+    # an input's option replaces the link's, also with the default value
+    (["opt=0", "in.opt=4"], []),
+    (["lineinfo=1", "in.lineinfo=0"], []),
+    # a later value replaces an earlier one
+    (["opt=0", "opt=4"], []),
+    # as many options as the driver takes
+    (["maxreg=200", "opt=2", "lineinfo=1", "cache=1", "split=4", "in.opt=0"],
+     ["--maxrregcount=200", "-O0", "-lineinfo", "--def-load-cache=cg", "--split-compile=4"]),
+])
+def test_link_options_combine_as_in_the_driver(tmp_path, ptx, opts, mapped):
+    run = Run(tmp_path)
+    p = run("proc2", "link", ptx, *opts)
+    assert linked_inputs(p) == [["type=0", "ELF"]], p.fake
+    assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path, *mapped)
+
+
+@pytest.mark.parametrize("action,opts,why", [
+    ("link", ["in.target=80"], "JIT option 9 for a link input"),
+    ("link", ["in.wall=0"], "JIT option 2 for a link input"),
+    ("loadex", ["maxreg=0"], "maximum registers 0"),
+])
+def test_options_the_driver_refuses_go_to_it(tmp_path, ptx, action, opts, why):
+    """The driver fails these calls (CUDA_ERROR_INVALID_VALUE): it gets them."""
+    run = Run(tmp_path)
+    p = run("proc2", action, ptx, *opts)
+    got = linked_inputs(p) if action == "link" else \
+        [l.split()[1:2] for l in p.fake if l.startswith("cuModuleLoadDataEx")]
+    assert got[0][-1] == "PTX", p.fake
+    assert any(why in l and "passed to the driver" in l for l in p.log), p.log
 
 
 @pytest.mark.parametrize("opts,mapped", [
@@ -233,9 +287,9 @@ def test_taskcache_stats_counts_what_the_interceptor_did(tmp_path, ptx):
     run("proc2", "load", ptx, env={"TASKCACHE_INTERCEPT": "0"})        # not seen
     run("proc2", "load", ptx, env={"TASKCACHE_INTERCEPT": "measure"})  # the driver's, measured
     other = nvcc_ptx(KERNELS.replace("k", "x"), tmp_path / "o.ptx")
-    run("proc2", "link", ptx, other)  # built, then replayed with a second PTX input: 2 passed
+    run("proc2", "link", ptx, other)  # each PTX input of a link built: 2
     s = stats(run.cache)
-    assert (s["driver_built"], s["driver_passed"]) == (3, 3), s
+    assert (s["driver_built"], s["driver_passed"]) == (4, 1), s
     text = tc("stats", "--cache-dir", run.cache).stdout
     assert "driver loads built (taskcache run)" in text and "passed on to the driver" in text
 

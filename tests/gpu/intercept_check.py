@@ -16,6 +16,9 @@ without `taskcache run`, the same inputs, results hashed:
              (CUPY_COMPILE_WITH_PTX=1) and loaded with cuModuleLoadData
   cudacore   NVIDIA's cuda.core: NVRTC compiles 16 kernels to PTX, and
              ObjectCode.get_kernel loads it (cuLibraryLoadData)
+  drvlink    12 kernels (nvcc PTX) linked with the driver's linker through
+             ctypes (cuLinkAddData + cuLinkComplete); the kernels' register
+             counts are part of the results
   torch      PyTorch's torch.cuda._compile_kernel (NVRTC)
   numba      numba-cuda kernels (NVVM -> PTX -> a linker: the driver's, or
              nvJitLink where cuda.core finds it)
@@ -131,6 +134,60 @@ for i in range(16):
            np.uint64(x.data.ptr), np.int32(x.size))
 stream.sync()
 print(json.dumps({"first_call": time.time() - t0, "hash": hashlib.sha256(x.get().tobytes()).hexdigest()}))
+'''
+
+# A JIT that links its PTX with the driver's linker (cuLinkAddData +
+# cuLinkComplete), the way numba-cuda does without libnvJitLink: the driver
+# compiles a link's PTX as relocatable code (ptxas -c), whose code differs
+# from a whole-program compile, so the kernels' register counts are part
+# of the result
+DRVLINK = r'''
+import ctypes as C, hashlib, json, os, subprocess, sys, tempfile, time
+import numpy as np
+src = "__device__ __noinline__ float bend(float v, int k) { return v * (1.0f + 0.01f * k) - sinf(v); }\n" + "\n".join(
+    f'extern "C" __global__ void k{i}(float *x, int n) {{ int t = blockIdx.x * blockDim.x + threadIdx.x;'
+    f' if (t < n) {{ float v = x[t]; for (int j = 0; j < {i % 4 + 2}; j++) v = bend(v, j + {i}); x[t] = v; }} }}'
+    for i in range(12))
+d = tempfile.mkdtemp()
+with open(os.path.join(d, "k.cu"), "w") as f:
+    f.write(src)
+subprocess.run(["nvcc", "-arch=sm_90", "-ptx", os.path.join(d, "k.cu"), "-o", os.path.join(d, "k.ptx")], check=True)
+ptx = open(os.path.join(d, "k.ptx"), "rb").read()
+L = C.CDLL("libcuda.so.1")
+V = C.c_void_p
+def ok(rc, what):
+    if rc:
+        raise SystemExit(f"{what}: CUDA error {rc}")
+ok(L.cuInit(0), "cuInit")
+dev, ctx = C.c_int(), V()
+ok(L.cuDeviceGet(C.byref(dev), 0), "cuDeviceGet")
+ok(L.cuDevicePrimaryCtxRetain(C.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+ok(L.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+x = np.linspace(-1, 1, 1 << 16).astype(np.float32)
+buf = C.c_uint64()
+ok(L.cuMemAlloc_v2(C.byref(buf), C.c_size_t(x.nbytes)), "cuMemAlloc")
+ok(L.cuMemcpyHtoD_v2(buf, x.ctypes.data_as(V), C.c_size_t(x.nbytes)), "cuMemcpyHtoD")
+t0 = time.time()
+state, image, size, module = V(), V(), C.c_size_t(), V()
+ok(L.cuLinkCreate_v2(0, None, None, C.byref(state)), "cuLinkCreate")
+text = C.create_string_buffer(ptx)
+ok(L.cuLinkAddData_v2(state, 1, text, C.c_size_t(len(ptx) + 1), b"k.ptx", 0, None, None), "cuLinkAddData")
+ok(L.cuLinkComplete(state, C.byref(image), C.byref(size)), "cuLinkComplete")
+ok(L.cuModuleLoadData(C.byref(module), image), "cuModuleLoadData")
+ok(L.cuLinkDestroy(state), "cuLinkDestroy")
+regs = []
+n = C.c_int(x.size)
+params = (V * 2)(C.cast(C.pointer(buf), V), C.cast(C.pointer(n), V))
+for i in range(12):
+    fn, r = V(), C.c_int()
+    ok(L.cuModuleGetFunction(C.byref(fn), module, f"k{i}".encode()), "cuModuleGetFunction")
+    ok(L.cuFuncGetAttribute(C.byref(r), 4, fn), "cuFuncGetAttribute")  # registers
+    regs.append(r.value)
+    ok(L.cuLaunchKernel(fn, 256, 1, 1, 256, 1, 1, 0, None, params, None), "cuLaunchKernel")
+ok(L.cuCtxSynchronize(), "cuCtxSynchronize")
+ok(L.cuMemcpyDtoH_v2(x.ctypes.data_as(V), buf, C.c_size_t(x.nbytes)), "cuMemcpyDtoH")
+h = hashlib.sha256(x.tobytes() + json.dumps(regs).encode()).hexdigest()
+print(json.dumps({"first_call": time.time() - t0, "hash": h, "registers": regs}))
 '''
 
 # PyTorch's NVRTC kernels (torch.cuda._compile_kernel)
@@ -323,7 +380,8 @@ class Runner:
         self.work = tempfile.mkdtemp(prefix="intercept-check-")
         self.programs = {}
         for name, text in (("quadrants", QUADRANTS), ("physics", PHYSICS), ("cupy", CUPY),
-                           ("cudacore", CUDACORE), ("torch", TORCH), ("numba", NUMBA)):
+                           ("cudacore", CUDACORE), ("drvlink", DRVLINK), ("torch", TORCH),
+                           ("numba", NUMBA)):
             p = os.path.join(self.work, name + "_prog.py")
             with open(p, "w") as f:
                 f.write(textwrap.dedent(text))
@@ -367,7 +425,8 @@ class Runner:
         out["compiled"] = sum(int(m.group(1)) for l in lines
                               for m in [re.search(r"(\d+) compiled", l)] if m) + \
             sum("compiled whole" in l for l in lines)
-        out["passed"] = [l for l in lines if "passed to the driver" in l or "links this session" in l]
+        out["passed"] = [l for l in lines
+                         if "passed to the driver" in l or "compiles this session's PTX" in l]
         # progress, so that a run cut short still says what it measured
         mode = "measure" if measure else "taskcache-ewp" if ewp else "taskcache" if taskcache else "driver"
         print(f"  {prog} {mode} {os.path.basename(str(argv[0])) if argv else ''}: first call "
@@ -541,7 +600,8 @@ def main():
     skip = set(filter(None, a.skip.split(",")))
     need = set(filter(None, a.need.split(",")))
     # the quick JITs first: a run cut off by the device's time limit has them
-    for name, module in (("cupy", "cupy"), ("cudacore", "cuda.core"), ("torch", "torch"),
+    for name, module in (("cupy", "cupy"), ("cudacore", "cuda.core"), ("drvlink", "numpy"),
+                         ("torch", "torch"),
                          ("numba", "numba.cuda"), ("quadrants", "quadrants"),
                          ("physics", "quadrants")):
         if name in skip:

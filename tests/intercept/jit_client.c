@@ -23,8 +23,9 @@
  *   linkfile FILE     the same with cuLinkAddFile
  *   threads N FILE... N threads, each loading every FILE with cuModuleLoadData
  *   fork FILE         loads FILE, forks; the child loads it again
- * OPTION: maxreg opt lineinfo target threads verbose cache (JIT options with
- * that value), logs=1 (info and error log buffers and the wall time).
+ * OPTION: maxreg opt lineinfo target threads verbose cache fma split wall (JIT
+ * options with that value), logs=1 (info and error log buffers and the wall
+ * time); written in.OPTION=VALUE, an option of each link input.
  *
  * Prints "result N" per driver call that fails or the last one, and with
  * logs=1 "info <text>", "error <text>", "wall <ms>"; exits 0 when every call
@@ -184,7 +185,9 @@ typedef struct opts {
     char info[4096], error[4096];
 } opts;
 
-static void parse_options(opts *x, int argc, char **argv)
+/* The OPTION=VALUE arguments; with prefix "in." those written in.OPTION=VALUE
+ * (a link input's own), else the others. */
+static void parse_options(opts *x, int argc, char **argv, const char *prefix)
 {
     static const struct {
         const char *name;
@@ -192,20 +195,23 @@ static void parse_options(opts *x, int argc, char **argv)
     } known[] = {{"maxreg", CU_JIT_MAX_REGISTERS},     {"opt", CU_JIT_OPTIMIZATION_LEVEL},
                  {"lineinfo", CU_JIT_GENERATE_LINE_INFO}, {"target", CU_JIT_TARGET},
                  {"threads", CU_JIT_THREADS_PER_BLOCK}, {"verbose", CU_JIT_LOG_VERBOSE},
-                 {"cache", CU_JIT_CACHE_MODE},          {"fma", CU_JIT_FMA}};
+                 {"cache", CU_JIT_CACHE_MODE},          {"fma", CU_JIT_FMA},
+                 {"split", CU_JIT_SPLIT_COMPILE},       {"wall", CU_JIT_WALL_TIME}};
     memset(x, 0, sizeof *x);
-    for (int i = 0; i < argc; i++) {
-        char *eq = strchr(argv[i], '=');
-        if (!eq)
+    size_t pl = strlen(prefix);
+    for (int i = 0; i < argc && x->n < 10; i++) {
+        const char *a = argv[i], *eq = strchr(a, '=');
+        if (!eq || strncmp(a, prefix, pl) || (!pl && !strncmp(a, "in.", 3)))
             continue;
+        a += pl;
         unsigned long val = strtoul(eq + 1, NULL, 0);
-        if (!strncmp(argv[i], "logs=", 5)) {
+        if (!pl && !strncmp(a, "logs=", 5)) {
             x->logs = 1;
             continue;
         }
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-            if (!strncmp(argv[i], known[k].name, (size_t)(eq - argv[i])) &&
-                strlen(known[k].name) == (size_t)(eq - argv[i])) {
+            if (!strncmp(a, known[k].name, (size_t)(eq - a)) &&
+                strlen(known[k].name) == (size_t)(eq - a)) {
                 x->o[x->n] = known[k].o;
                 x->v[x->n++] = (void *)(uintptr_t)val;
             }
@@ -272,8 +278,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *action = argv[2];
-    opts x;
-    parse_options(&x, argc - 3, argv + 3);
+    opts x, in;
+    parse_options(&x, argc - 3, argv + 3, "");
+    parse_options(&in, argc - 3, argv + 3, "in.");
     size_t len;
     if (!strcmp(action, "load") || !strcmp(action, "loadex") || !strcmp(action, "library")) {
         char *d = read_file(argv[3], &len);
@@ -301,10 +308,11 @@ int main(int argc, char **argv)
                 return 2;
             CUjitInputType t = d[0] == 0x7f ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
             if (!strcmp(action, "link"))
-                check(drv.link_add(s, t, d, t == CU_JIT_INPUT_PTX ? len + 1 : len, argv[i], 0,
-                                   NULL, NULL));
+                check(drv.link_add(s, t, d, t == CU_JIT_INPUT_PTX ? len + 1 : len, argv[i], in.n,
+                                   in.n ? in.o : NULL, in.n ? in.v : NULL));
             else
-                check(drv.link_file(s, t, argv[i], 0, NULL, NULL));
+                check(drv.link_file(s, t, argv[i], in.n, in.n ? in.o : NULL,
+                                    in.n ? in.v : NULL));
             free(d);
         }
         void *cubin;

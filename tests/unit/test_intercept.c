@@ -120,29 +120,48 @@ static void test_links(void)
     CUlinkState s;
     void *cubin;
     size_t size;
-    CHECK(tc_jit_link_create(1, 0, NULL, NULL, &s) == CUDA_SUCCESS);
+    /* PTX becomes the relocatable object the driver would compile it to;
+     * the driver links */
+    char info[512] = "";
+    CUjit_option lo[3] = {CU_JIT_MAX_REGISTERS, CU_JIT_INFO_LOG_BUFFER,
+                          CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void *lv[3] = {(void *)(uintptr_t)16, info, (void *)(uintptr_t)sizeof info};
+    CHECK(tc_jit_link_create(1, 3, lo, lv, &s) == CUDA_SUCCESS);
     CHECK(tc_jit_link_add_data(1, s, CU_JIT_INPUT_PTX, (void *)ptx, sizeof ptx, "a", 0, NULL,
                                NULL) == CUDA_SUCCESS);
     CHECK(tc_jit_link_complete(s, &cubin, &size) == CUDA_SUCCESS);
-    CHECK(size > 64 && ((char *)cubin)[0] == 0x7f);
+    CHECK(!strcmp(cubin, "FAKE LINKED IMAGE"));
+    /* the compiler's warning, as the driver writes it */
+    CHECK_CONTAINS(info, "ptxas warning : For profile sm_90 adjusting per thread register count");
+    CHECK(strchr(info, '\n') == NULL && (uintptr_t)lv[2] == strlen(info) + 1);
     CHECK(tc_jit_link_destroy(s) == CUDA_SUCCESS);
     char *c = calls();
-    CHECK_CONTAINS(c, "cuLinkCreate v2");
-    CHECK(strstr(c, "cuLinkAddData") == NULL && strstr(c, "cuLinkComplete") == NULL);
+    CHECK_CONTAINS(c, "cuLinkCreate v2 options=3");
+    CHECK_CONTAINS(c, "cuLinkAddData v2 type=0 ELF");
+    CHECK_CONTAINS(c, "cuLinkComplete inputs=1");
     free(c);
-    /* a second input: the first is replayed, the driver links */
+    /* with another input, each as it is: the driver links both */
     CHECK(tc_jit_link_create(0, 0, NULL, NULL, &s) == CUDA_SUCCESS);
     CHECK(tc_jit_link_add_data(0, s, CU_JIT_INPUT_PTX, (void *)ptx, sizeof ptx, "a", 0, NULL,
                                NULL) == CUDA_SUCCESS);
     CHECK(tc_jit_link_add_data(0, s, CU_JIT_INPUT_LIBRARY, (void *)"lib", 3, "b", 0, NULL,
                                NULL) == CUDA_SUCCESS);
     CHECK(tc_jit_link_complete(s, &cubin, &size) == CUDA_SUCCESS);
-    CHECK(!strcmp(cubin, "FAKE LINKED IMAGE"));
     CHECK(tc_jit_link_destroy(s) == CUDA_SUCCESS);
     c = calls();
-    CHECK_CONTAINS(c, "cuLinkAddData v1 type=1 PTX");
+    CHECK_CONTAINS(c, "cuLinkAddData v1 type=0 ELF");
     CHECK_CONTAINS(c, "cuLinkAddData v1 type=4 OTHER");
     CHECK_CONTAINS(c, "cuLinkComplete inputs=2");
+    free(c);
+    /* options the driver refuses for an input: it gets the call, and says so */
+    CHECK(tc_jit_link_create(1, 0, NULL, NULL, &s) == CUDA_SUCCESS);
+    CUjit_option target = CU_JIT_TARGET;
+    void *tv = (void *)(uintptr_t)80;
+    CHECK(tc_jit_link_add_data(1, s, CU_JIT_INPUT_PTX, (void *)ptx, sizeof ptx, "a", 1, &target,
+                               &tv) == CUDA_SUCCESS);
+    CHECK(tc_jit_link_destroy(s) == CUDA_SUCCESS);
+    c = calls();
+    CHECK_CONTAINS(c, "cuLinkAddData v2 type=1 PTX");
     free(c);
     /* PTX that does not build goes to the driver, which reports it */
     CHECK(tc_jit_link_create(1, 0, NULL, NULL, &s) == CUDA_SUCCESS);
