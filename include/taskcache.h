@@ -450,9 +450,11 @@ TC_API const void *tc_result_image(const tc_result *r, size_t *size);
 /* Writes the image to `path` as compilers write their output: a regular
  * file (or a new one) atomically (temporary file + rename, so a reader
  * never sees a partial cubin; through a symbolic link, the file it names
- * is replaced and the link stays); a device (/dev/null), a FIFO or a file
- * with other hard links is written in place. TC_ERR_INVALID when there is
- * no image, TC_ERR_IO when the file cannot be written. */
+ * is replaced and the link stays), with the permissions the file had (a
+ * new one: 0666 less the umask; one the process may not write is an
+ * error); a device (/dev/null), a FIFO or a file with other hard links is
+ * written in place. TC_ERR_INVALID when there is no image, TC_ERR_IO when
+ * the file cannot be written. */
 TC_API tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *err);
 
 /* Errors, warnings and notes, one per line, in the form

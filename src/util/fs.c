@@ -161,11 +161,14 @@ int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
     return rc;
 }
 
-int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+/* tc_write_atomic, with the mode exactly as given (not under the umask)
+ * when exact_mode. */
+static int write_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                        int exact_mode)
 {
     const char *slash = strrchr(path, '/');
     if (!slash)
-        return tc_write_atomic_at(AT_FDCWD, path, data, len, mode, 0);
+        return tc_write_atomic_at(AT_FDCWD, path, data, len, mode, exact_mode);
     char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
     if (!dir) {
         errno = ENOMEM;
@@ -178,18 +181,23 @@ int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
         errno = e;
         return -1;
     }
-    int rc = tc_write_atomic_at(dfd, slash + 1, data, len, mode, 0);
+    int rc = tc_write_atomic_at(dfd, slash + 1, data, len, mode, exact_mode);
     e = errno;
     close(dfd);
     errno = e;
     return rc;
 }
 
+int tc_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+    return write_atomic(path, data, len, mode, 0);
+}
+
 /* Truncates and writes a file that exists (or that a dangling link
  * names): devices, FIFOs, files with several names. */
 static int write_in_place(const char *path, int create, const void *data, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
     if (fd < 0)
         return -1;
     int rc = write_all(fd, data, len);
@@ -211,13 +219,19 @@ int tc_write_output(const char *path, const void *data, size_t len)
         return write_in_place(path, 0, data, len);
     if (link && !exists)
         return errno == ENOENT ? write_in_place(path, 1, data, len) : -1;
+    /* As a compiler's open(O_TRUNC): a file we may not write stays as it
+     * is, one we replace keeps its permissions, a new one gets 0666 less
+     * the umask. */
+    if (exists && access(path, W_OK) != 0)
+        return -1;
+    mode_t mode = exists ? st.st_mode & 07777 : 0666;
     if (!link)
-        return tc_write_atomic(path, data, len, 0644);
+        return write_atomic(path, data, len, mode, exists);
     /* a link to a regular file: replace that file, keep the link */
     char *real = realpath(path, NULL);
     if (!real)
         return -1;
-    int rc = tc_write_atomic(real, data, len, 0644);
+    int rc = write_atomic(real, data, len, mode, exists);
     int e = errno;
     free(real);
     errno = e;

@@ -120,6 +120,29 @@ def test_unwritable_output_exits_1(simple, tmp_path):
     assert "cannot write" in p.stderr
 
 
+def test_output_permissions_as_a_compiler_leaves_them(simple, tmp_path):
+    """As ptxas's open(O_TRUNC): a new output gets 0666 less the umask, one
+    that exists keeps its permissions (a private 0600 file stays private),
+    and one the user may not write is an error, not replaced."""
+    def umask_002():
+        os.umask(0o002)
+    out = tmp_path / "new.cubin"
+    build(simple, out, None, preexec_fn=umask_002)
+    assert out.stat().st_mode & 0o777 == 0o664
+    private = tmp_path / "private.cubin"
+    private.write_bytes(b"old")
+    private.chmod(0o600)
+    build(simple, private, None)
+    assert private.stat().st_mode & 0o777 == 0o600 and private.read_bytes()[:4] == b"\x7fELF"
+    if os.geteuid() == 0:
+        return  # root may write any file, as ptxas run by root does
+    locked = tmp_path / "locked.cubin"
+    locked.write_bytes(b"keep")
+    locked.chmod(0o444)
+    p = build(simple, locked, None, check=False)
+    assert p.returncode == 1 and "cannot write" in p.stderr and locked.read_bytes() == b"keep"
+
+
 def test_stdin_input(simple, tmp_path):
     out = tmp_path / "o.cubin"
     p = run([TASKCACHE, "build", "-", "-o", out, "--arch", ARCH, "--no-cache"],
