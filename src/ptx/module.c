@@ -838,6 +838,11 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     st->loc_begin = (uint32_t)p->m->nlocfiles;
     uint32_t open_line = p->tok.line;
     int want_file = 0;
+    /* .loc statements: the locations so far, which an inlined_at must
+     * name (ptxas: "used in a preceding .loc directive") */
+    tc_map locs = {0};
+    uint32_t loc_line = 0, pragma_line = 0, nnum = 0, triple[3] = {0, 0, 0};
+    int in_inlined = 0;
     tc_map labels = {0};   /* the function's labels */
     rename_check rn;
     memset(&rn, 0, sizeof rn);
@@ -855,15 +860,39 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
             p->info_uses[p->ninfo_uses++] = (struct info_use){(uint32_t)si, *t};
         else if (b.inlined)
             oom(p);
+        if (loc_line && t->line == loc_line) {
+            if (t->kind == TK_NUM && nnum < 3)
+                triple[nnum++] = (uint32_t)strtoul(t->p, NULL, 0);
+            if (tc_tok_is(t, "inlined_at") || (t->kind == TK_NUM && nnum == 3)) {
+                char key[40];
+                int n = snprintf(key, sizeof key, "%u:%u:%u", triple[0], triple[1], triple[2]);
+                if (nnum == 3 && in_inlined && !tc_map_get(&locs, key, (size_t)n))
+                    whole(p->m, "line %u: inlined_at %u %u %u names a location no earlier .loc "
+                          "of its function has", t->line, triple[0], triple[1], triple[2]);
+                else if (nnum == 3 && !in_inlined && tc_map_put(&locs, key, (size_t)n, 1) < 0)
+                    oom(p);
+                in_inlined |= tc_tok_is(t, "inlined_at");
+                nnum = tc_tok_is(t, "inlined_at") ? 0 : nnum;
+            }
+        } else if (pragma_line && t->line == pragma_line && t->kind == TK_STR) {
+            if (t->len == 22 && !memcmp(t->p, "\"enable_smem_spilling\"", 22))
+                st->ewp_only |= TC_EWP_SMEM_SPILLING;
+        }
         switch (b.role) {
         case TC_BODY_END:
             st->cost++;
             break;
         case TC_BODY_OPCODE:
-            if (tc_tok_is(t, ".loc"))
+            if (tc_tok_is(t, ".loc")) {
                 want_file = 1;
-            else if (t->len >= 10 && !memcmp(t->p, "setmaxnreg", 10))
-                st->sets_maxnreg = 1;
+                loc_line = t->line;
+                nnum = 0;
+                in_inlined = 0;
+            } else if (tc_tok_is(t, ".pragma")) {
+                pragma_line = t->line;
+            } else if (t->len >= 10 && !memcmp(t->p, "setmaxnreg", 10)) {
+                st->ewp_only |= TC_EWP_SETMAXNREG;
+            }
             break;
         case TC_BODY_DECL:
             if (w.depth > 0 && (b.space == TC_SPACE_GLOBAL || b.space == TC_SPACE_CONST ||
@@ -921,6 +950,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     }
     tc_body_free(&w);
     tc_map_free(&labels);
+    tc_map_free(&locs);
     if (!p->failed)
         advance(p);
 }

@@ -68,6 +68,13 @@ typedef struct tc_ptx_perf {
     uint8_t noreturn;
 } tc_ptx_perf;
 
+/* What a function body uses that a relocatable (-c) compile cannot give
+ * it as the whole module gets it (tc_ptx_stmt.ewp_only). */
+enum {
+    TC_EWP_SETMAXNREG = 1, /* setmaxnreg: -c drops it */
+    TC_EWP_SMEM_SPILLING = 2 /* .pragma "enable_smem_spilling": -c refuses it */
+};
+
 typedef struct tc_ptx_stmt {
     uint8_t kind;       /* tc_stmt_kind */
     uint8_t linkage;    /* tc_linkage (variables and functions) */
@@ -79,7 +86,7 @@ typedef struct tc_ptx_stmt {
     uint8_t own_const;  /* body declares .const or .tex variables: data in
                            banks a whole-program unit lays out from 0 */
     uint8_t indirect_call; /* body calls through a register */
-    uint8_t sets_maxnreg; /* body uses setmaxnreg, which ptxas -c drops */
+    uint8_t ewp_only;   /* body needs what ptxas -c does not do: TC_EWP_* bits */
     uint32_t line;      /* first line */
     uint32_t last_line;
     size_t start, end;  /* [start, end) in the source, end past ';' or '}' */

@@ -900,8 +900,16 @@ static uint64_t stated_align(const tc_ptx_module *m, const tc_ptx_stmt *st)
 /* What in a unit's code ptxas -c would not compile as the whole module
  * does, or NULL: the linker aligns an .extern .shared array of a -c object
  * to 16 bytes only (the whole build to its .align: TMA and wgmma need 128
- * and 1024), and -c drops setmaxnreg ("ignored to maintain compatibility
- * across compilation units"). */
+ * and 1024), -c drops setmaxnreg ("ignored to maintain compatibility
+ * across compilation units") and refuses .pragma "enable_smem_spilling"
+ * ("not allowed for per-function compilation modes"). */
+static const char *ewp_only_reason(uint8_t bits)
+{
+    return bits & TC_EWP_SETMAXNREG ? "setmaxnreg"
+           : bits                   ? "the pragma enable_smem_spilling"
+                                    : NULL;
+}
+
 static const char *needs_ewp(const tc_slicer *s, const uint32_t *idx, size_t n,
                              const closure *c)
 {
@@ -912,13 +920,12 @@ static const char *needs_ewp(const tc_slicer *s, const uint32_t *idx, size_t n,
             stated_align(m, st) > 16)
             return "a dynamic .shared array aligned above 16 bytes";
     }
-    for (size_t i = 0; i < n; i++)
-        if (m->stmts[s->entries[idx[i]]].sets_maxnreg)
-            return "setmaxnreg";
-    for (size_t i = 0; i < c->copies.n; i++)
-        if (m->stmts[m->syms[c->copies.v[i]].def].sets_maxnreg)
-            return "setmaxnreg";
-    return NULL;
+    const char *why_not = NULL;
+    for (size_t i = 0; i < n && !why_not; i++)
+        why_not = ewp_only_reason(m->stmts[s->entries[idx[i]]].ewp_only);
+    for (size_t i = 0; i < c->copies.n && !why_not; i++)
+        why_not = ewp_only_reason(m->stmts[m->syms[c->copies.v[i]].def].ewp_only);
+    return why_not;
 }
 
 int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen)
@@ -927,7 +934,7 @@ int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen)
     int candidate = 0; /* most modules have neither: no walk then */
     for (size_t i = 0; i < m->nstmts && !candidate; i++) {
         const tc_ptx_stmt *st = &m->stmts[i];
-        candidate = (st->kind == TC_STMT_FUNC && st->sets_maxnreg) ||
+        candidate = (st->kind == TC_STMT_FUNC && st->ewp_only) ||
                     (st->kind == TC_STMT_VAR && st->space == TC_SPACE_SHARED &&
                      st->linkage == TC_LINK_EXTERN);
     }

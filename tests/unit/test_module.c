@@ -164,10 +164,21 @@ static void test_whole_reasons(void)
     tc_ptx_module_free(&m);
     /* a .loc naming an inlined function that no entry defines */
     src = ".version 8.0\n.target sm_90\n.file 1 \"a.cu\"\n"
-          ".entry k()\n{\n.loc 1 5 3, function_name $L__info_string7, inlined_at 1 9 1\nret;\n}\n"
+          ".entry k()\n{\n.loc 1 9 1\n"
+          ".loc 1 5 3, function_name $L__info_string7, inlined_at 1 9 1\nret;\n}\n"
           ".section .debug_str\n{\n$L__info_string0:\n.b8 65,0\n}\n";
     CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
-    CHECK_CONTAINS(m.whole_reason, "line 6 names '$L__info_string7' as an inlined function");
+    CHECK_CONTAINS(m.whole_reason, "line 7 names '$L__info_string7' as an inlined function");
+    tc_ptx_module_free(&m);
+    /* an inlined_at location no earlier .loc of the function uses: ptxas
+     * wants one, and a unit holds only its own functions */
+    src = ".version 8.0\n.target sm_90\n.file 1 \"a.cu\"\n"
+          ".entry k()\n{\n.loc 1 5 3, function_name $L__info_string0, inlined_at 1 9 1\n"
+          ".loc 1 9 1\nret;\n}\n"
+          ".section .debug_str\n{\n$L__info_string0:\n.b8 65,0\n}\n";
+    CHECK(tc_ptx_parse(src, strlen(src), &m, &err) == 0);
+    CHECK_CONTAINS(m.whole_reason,
+                   "line 6: inlined_at 1 9 1 names a location no earlier .loc of its function");
     tc_ptx_module_free(&m);
 }
 
@@ -176,7 +187,7 @@ static void test_whole_reasons(void)
 static void test_debug_strings(void)
 {
     const char *src = ".version 8.0\n.target sm_90\n.file 1 \"a.cu\"\n"
-                      ".entry k()\n{\n"
+                      ".entry k()\n{\n.loc 1 9 1\n"
                       ".loc 1 5 3, function_name $L__info_string1, inlined_at 1 9 1\n"
                       ".loc 1 6 3, function_name $L__info_string1, inlined_at 1 9 1\nret;\n}\n"
                       ".entry j()\n{\n.loc 1 7 3\nret;\n}\n"

@@ -206,6 +206,13 @@ static void test_relocatable_hazards(void)
     snprintf(src, sizeof src, HDR ".visible .entry ws () .maxnreg 168 {"
              " setmaxnreg.inc.sync.aligned.u32 232; ret; }\n%s", plain);
     CHECK(hazard(src, 1) == 0);
+    /* ptxas -c refuses this pragma */
+    snprintf(src, sizeof src, HDR ".visible .entry sp () {\n.pragma \"enable_smem_spilling\";\n"
+             "ret;\n}\n%s", own_const);
+    CHECK(hazard(src, 1) == 1);
+    snprintf(src, sizeof src, HDR ".visible .entry sp () {\n.pragma \"nounroll\";\nret;\n}\n%s",
+             own_const);
+    CHECK(hazard(src, 1) == 0);
 }
 
 /* .noreturn, .abi_preserve and .abi_preserve_control set a function's
@@ -506,6 +513,14 @@ static void test_whole(void)
                      " ld.param.u64 %rd1, [buf]; ret; }\n"
                      ".visible .entry q () { ret; }\n",
                  "parameter 'buf' at line 5 is named like a module symbol");
+    /* ptxas wants an inlined_at location used by an earlier .loc; a unit
+     * holds its own functions' only */
+    expect_whole(HDR ".file 1 \"a.cu\"\n"
+                     ".visible .entry k1 () {\n.loc 1 12 3\nret;\n}\n"
+                     ".visible .entry k2 () {\n.loc 1 20 1\n"
+                     ".loc 1 7 2, function_name $L__info_string0, inlined_at 1 12 3\nret;\n}\n"
+                     ".section .debug_str\n{\n$L__info_string0:\n.b8 98,0\n}\n",
+                 "inlined_at 1 12 3 names a location no earlier .loc of its function has");
 }
 
 int main(void)
