@@ -910,16 +910,20 @@ static const char *ewp_only_reason(uint8_t bits)
                                     : NULL;
 }
 
+/* A dynamic .shared array the linker would misalign in a -c object. */
+static int overaligned_extern_shared(const tc_ptx_module *m, const tc_ptx_stmt *st)
+{
+    return st->linkage == TC_LINK_EXTERN && st->space == TC_SPACE_SHARED &&
+           stated_align(m, st) > 16;
+}
+
 static const char *needs_ewp(const tc_slicer *s, const uint32_t *idx, size_t n,
                              const closure *c)
 {
     const tc_ptx_module *m = s->m;
-    for (size_t i = 0; i < c->shared.n; i++) {
-        const tc_ptx_stmt *st = sym_stmt(m, c->shared.v[i]);
-        if (st->linkage == TC_LINK_EXTERN && st->space == TC_SPACE_SHARED &&
-            stated_align(m, st) > 16)
+    for (size_t i = 0; i < c->shared.n; i++)
+        if (overaligned_extern_shared(m, sym_stmt(m, c->shared.v[i])))
             return "a dynamic .shared array aligned above 16 bytes";
-    }
     const char *why_not = NULL;
     for (size_t i = 0; i < n && !why_not; i++)
         why_not = ewp_only_reason(m->stmts[s->entries[idx[i]]].ewp_only);
@@ -935,17 +939,16 @@ int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen)
     for (size_t i = 0; i < m->nstmts && !candidate; i++) {
         const tc_ptx_stmt *st = &m->stmts[i];
         candidate = (st->kind == TC_STMT_FUNC && st->ewp_only) ||
-                    (st->kind == TC_STMT_VAR && st->space == TC_SPACE_SHARED &&
-                     st->linkage == TC_LINK_EXTERN);
+                    (st->kind == TC_STMT_VAR && overaligned_extern_shared(m, st));
     }
     if (!candidate)
         return 0;
     /* Kernels are grouped into units by cost: a kernel that needs -ewp and
      * one that forces -c may share one, so both anywhere in the module
      * count. */
-    const char *need = NULL, *needer = NULL, *forcer = NULL;
-    size_t need_len = 0, forcer_len = 0;
-    for (size_t i = 0; i < s->nentries && !(need && forcer); i++) {
+    const char *need = NULL;
+    size_t needer = SIZE_MAX, forcer = SIZE_MAX; /* entry indices */
+    for (size_t i = 0; i < s->nentries && (!need || forcer == SIZE_MAX); i++) {
         closure c;
         uint32_t idx = (uint32_t)i;
         if (collect_entries(s, &idx, 1, &c) != 0) {
@@ -953,36 +956,31 @@ int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen)
             return -1;
         }
         size_t prefix;
-        const tc_ptx_sym *y = &m->syms[m->stmts[s->entries[i]].sym];
         const char *what = needs_ewp(s, &idx, 1, &c);
         if (what && !need) {
             need = what;
-            needer = y->name;
-            need_len = y->len;
+            needer = i;
         }
-        if ((!s->whole_program || !ewp_possible(s, &idx, 1, &c, &prefix)) && !forcer) {
-            forcer = y->name;
-            forcer_len = y->len;
-        }
+        if (forcer == SIZE_MAX && (!s->whole_program || !ewp_possible(s, &idx, 1, &c, &prefix)))
+            forcer = i;
         closure_free(&c);
     }
-    if (!need || !forcer)
+    if (!need || forcer == SIZE_MAX)
         return 0;
-    if (!s->whole_program)
-        return why(whybuf, whylen,
-                   "kernel '%.*s' uses %s, which relocatable (-c) units do not compile as the "
-                   "whole module does",
-                   (int)(need_len > 64 ? 64 : need_len), needer, need);
-    if (needer == forcer)
-        return why(whybuf, whylen,
-                   "kernel '%.*s' uses %s, which a relocatable (-c) unit does not compile as "
-                   "the whole module does, and needs a relocatable unit",
-                   (int)(need_len > 64 ? 64 : need_len), needer, need);
-    return why(whybuf, whylen,
-               "kernel '%.*s' uses %s, which a relocatable (-c) unit does not compile as the "
-               "whole module does, and kernel '%.*s' needs a relocatable unit",
-               (int)(need_len > 64 ? 64 : need_len), needer, need,
-               (int)(forcer_len > 64 ? 64 : forcer_len), forcer);
+    const tc_ptx_sym *a = &m->syms[m->stmts[s->entries[needer]].sym];
+    const tc_ptx_sym *b = &m->syms[m->stmts[s->entries[forcer]].sym];
+    char other[96] = "";
+    if (s->whole_program && forcer != needer)
+        snprintf(other, sizeof other, "kernel '%.*s' ", (int)(b->len > 64 ? 64 : b->len), b->name);
+    return s->whole_program
+               ? why(whybuf, whylen,
+                     "kernel '%.*s' uses %s, which a relocatable (-c) unit does not compile as "
+                     "the whole module does, and %sneeds a relocatable unit",
+                     (int)(a->len > 64 ? 64 : a->len), a->name, need, other)
+               : why(whybuf, whylen,
+                     "kernel '%.*s' uses %s, which relocatable (-c) units do not compile as the "
+                     "whole module does",
+                     (int)(a->len > 64 ? 64 : a->len), a->name, need);
 }
 
 int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *out,

@@ -81,7 +81,8 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
 int tc_slicer_set_whole_program(tc_slicer *s, int on);
 /* After tc_slicer_set_whole_program: 1 (with why) when a kernel's code
  * needs whole-program units (a dynamic .shared array aligned above 16
- * bytes, setmaxnreg) and some kernel's unit would be relocatable (-c), in
+ * bytes, setmaxnreg, .pragma "enable_smem_spilling") and some kernel's
+ * unit would be relocatable (-c), in
  * which the linker or ptxas would make other code than the whole build:
  * the module is to be compiled whole. 0 when not, -1 out of memory. */
 int tc_slicer_relocatable_hazard(tc_slicer *s, char *whybuf, size_t whylen);
