@@ -67,7 +67,7 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
         s->r->report.module_hit = 1;
     } else {
         /* all tasks are there: linking them is cheap; keep the result */
-        if (!tc_session_scratch(s))
+        if (!tc_session_files_ready(s))
             return TC_ERR_IO;
         /* records that verify but no longer link together (one was
          * regenerated since) are stale, not an error: tc_build_tasks

@@ -229,7 +229,7 @@ static tc_status build(tc_ptx_job *j)
         return TC_ERR_PARSE;
     }
     j->parsed = 1;
-    if (!explaining(j) && tc_session_needs_files(s) && !tc_session_scratch(s))
+    if (!explaining(j) && !tc_session_files_ready(s))
         return TC_ERR_IO;
     if (explaining(j))
         s->r->report.module_hit =
@@ -279,7 +279,7 @@ static tc_status build(tc_ptx_job *j)
         j->ptxas_instead = 1;
         if ((st = tc_session_use_ptxas(s)) != TC_OK)
             return st;
-        if (!explaining(j) && !tc_session_scratch(s)) /* its input is a file */
+        if (!explaining(j) && !tc_session_files_ready(s)) /* its input is a file now */
             return TC_ERR_IO;
         make_plan(j, split, unit_cost); /* that ptxas may compile without threads */
         if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len,

@@ -41,12 +41,9 @@ void tc_session_count(tc_session *s, int counter, uint64_t n)
     pthread_mutex_unlock(&s->delta_lock);
 }
 
-int tc_session_needs_files(const tc_session *s)
-{
-    return !s->in_process || s->linker.kind != TC_LINKER_NVJITLINK;
-}
-
-const char *tc_session_scratch(tc_session *s)
+/* The scratch directory, made on first use; NULL (with a diagnostic) when
+ * it cannot be made. */
+static const char *make_scratch(tc_session *s)
 {
     if (s->scratch)
         return s->scratch;
@@ -57,6 +54,14 @@ const char *tc_session_scratch(tc_session *s)
         tc_session_fail(s, TC_ERR_IO, "cannot create a temporary directory in %s (TMPDIR): %s",
                         tc_temp_root(), strerror(errno));
     return s->scratch;
+}
+
+int tc_session_files_ready(tc_session *s)
+{
+    /* ptxas processes and nvlink read and write files; the in-process
+     * compiler and nvJitLink work in memory */
+    int needs_files = !s->in_process || s->linker.kind != TC_LINKER_NVJITLINK;
+    return !needs_files || make_scratch(s) != NULL;
 }
 
 /* ---- the toolchain ------------------------------------------------------------ */

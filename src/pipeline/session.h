@@ -102,13 +102,11 @@ tc_result *tc_session_finish(tc_session *s, tc_status st);
 /* Writes "NAME: error: ..." into the diagnostics and returns code. */
 tc_status tc_session_fail(tc_session *s, tc_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Whether the build writes files for its tools: ptxas processes read and
- * write them, nvlink too; the in-process compiler and nvJitLink work in
- * memory, and such a build makes no scratch directory. */
-int tc_session_needs_files(const tc_session *s);
-/* The scratch directory, made on first use; NULL (with a diagnostic) when
- * it cannot be made. */
-const char *tc_session_scratch(tc_session *s);
+/* Makes the scratch directory when the build's tools need files (ptxas
+ * processes, nvlink), not when they work in memory (the in-process
+ * compiler, nvJitLink): 0 when it was needed and cannot be made (with a
+ * diagnostic), else 1. */
+int tc_session_files_ready(tc_session *s);
 /* Adds n to one of the call's counters; compile workers call it too. */
 void tc_session_count(tc_session *s, int counter, uint64_t n);
 

@@ -283,8 +283,8 @@ static tc_pool_step generate_and_compile(void *ctx, size_t i)
     }
     char name[48];
     snprintf(name, sizeof name, "task%zu.ptx", i);
-    char *path = tc_path_join(s->scratch, name);
-    if (!path || (!s->in_process && tc_write_file(path, x->gen.ptx.data, x->gen.ptx.len) != 0) ||
+    char *path = s->in_process ? NULL : tc_path_join(s->scratch, name);
+    if ((!s->in_process && (!path || tc_write_file(path, x->gen.ptx.data, x->gen.ptx.len) != 0)) ||
         tc_session_compile(s, TC_OUT_OBJECT, x->gen.ptx.data, x->gen.ptx.len, path, &u->object,
                            &u->log, &u->exit_code) != 0) {
         tc_sb_printf(&u->log, "%s: error: cannot run the compiler: %s\n", x->name,
@@ -538,7 +538,7 @@ static tc_status build_tasks(tc_taskset *t)
         if (!t->host->codegen)
             return tc_session_fail(s, TC_ERR_INVALID,
                                    "tasks are missing and no codegen was given");
-        if (!tc_session_scratch(s))
+        if (!tc_session_files_ready(s))
             return TC_ERR_IO;
         if ((st = run_misses(t)) != TC_OK)
             return st;
@@ -550,7 +550,7 @@ static tc_status build_tasks(tc_taskset *t)
     } else {
         if (s->store && s->o->module_tier)
             s->delta.v[TC_C_MODULE_MISSES]++;
-        if (!tc_session_scratch(s))
+        if (!tc_session_files_ready(s))
             return TC_ERR_IO;
         if (cancelled(t))
             return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
