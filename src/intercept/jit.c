@@ -602,6 +602,21 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     return rc;
 }
 
+/* Appends line to the text in buf (cap bytes), after a newline when buf
+ * holds text already, as much as fits; the new length. */
+static size_t append_line(char *buf, size_t cap, const char *line)
+{
+    size_t at = strlen(buf), w = strlen(line);
+    if (!w)
+        return at;
+    if (at && at + 1 < cap - 1)
+        buf[at++] = '\n';
+    w = w < cap - 1 - at ? w : cap - 1 - at;
+    memcpy(buf + at, line, w);
+    buf[at + w] = '\0';
+    return at + w;
+}
+
 /* Builds a PTX input of session s and adds the object to the driver's
  * link in its place: 1 done (*rc the driver's answer), 0 the driver must
  * have the PTX as given (the log says why). */
@@ -630,12 +645,9 @@ static int add_built(int v, session *s, const char *call, const char *ptx, size_
         tc_result_free(r);
         return 0;
     }
-    size_t at = strlen(s->warnings);
-    if (at && at + 1 < sizeof s->warnings)
-        s->warnings[at++] = '\n';
-    warnings_of(r, s->warnings + at, sizeof s->warnings - at);
-    if (!s->warnings[at] && at)
-        s->warnings[at - 1] = '\0';
+    char warnings[4096];
+    warnings_of(r, warnings, sizeof warnings);
+    append_line(s->warnings, sizeof s->warnings, warnings);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the object */
     return 1;
@@ -716,13 +728,9 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
     const jit_opts *o = s ? &s->opts : NULL;
     if (rc == CUDA_SUCCESS && o && s->warnings[0] && o->info && o->info_at >= 0 && o->info_cap &&
         s->values) {
-        size_t at = strnlen(o->info, o->info_cap - 1), w = strlen(s->warnings);
-        if (at && at + 1 < o->info_cap - 1)
-            o->info[at++] = '\n';
-        w = w < o->info_cap - 1 - at ? w : o->info_cap - 1 - at;
-        memcpy(o->info + at, s->warnings, w);
-        o->info[at + w] = '\0';
-        s->values[o->info_at] = (void *)(uintptr_t)(at + w ? at + w + 1 : 0);
+        o->info[o->info_cap - 1] = '\0'; /* the driver's log, ended where the buffer ends */
+        size_t n = append_line(o->info, o->info_cap, s->warnings);
+        s->values[o->info_at] = (void *)(uintptr_t)(n ? n + 1 : 0);
     }
     return rc;
 }
