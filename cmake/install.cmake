@@ -5,7 +5,8 @@
 #                                             taskcache::taskcache_static by
 #   lib/cmake/taskcache/                      find_package(taskcache CONFIG)
 #   lib/pkgconfig/taskcache.pc                pkg-config (--static for the archive)
-#   include/taskcache.h, bin/taskcache, lib/libtaskcache_intercept.so
+#   include/taskcache.h, bin/taskcache, lib/libtaskcache_intercept.so and
+#   lib/libtaskcache_jit.so (taskcache run: the preloaded part and its builder)
 #
 # When scikit-build-core drives the build (pip install ./python, or
 # scripts/build-wheel.sh), the same targets go into the Python package
@@ -25,7 +26,7 @@ if(SKBUILD)
   # three copies. ctypes loads it by path.
   install(FILES $<TARGET_FILE:taskcache> DESTINATION taskcache RENAME libtaskcache.so)
   install(TARGETS taskcache_cli RUNTIME DESTINATION taskcache/bin)
-  install(TARGETS taskcache_intercept LIBRARY DESTINATION taskcache/lib)
+  install(TARGETS taskcache_intercept taskcache_jit LIBRARY DESTINATION taskcache/lib)
   # Their licences travel with them (OpenSSL: Apache 2.0, zstd: BSD): the
   # copyright files of the Debian packages that provided the archives, into
   # the wheel's .dist-info/licenses/
@@ -87,7 +88,7 @@ set_target_properties(taskcache_static PROPERTIES EXPORT_NAME taskcache_static)
 install(TARGETS taskcache taskcache_static EXPORT taskcacheTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS taskcache_cli taskcache_intercept
+install(TARGETS taskcache_cli taskcache_intercept taskcache_jit
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/taskcache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

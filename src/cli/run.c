@@ -47,7 +47,10 @@ static int find_library(char *out, size_t cap)
 {
     const char *env = getenv("TASKCACHE_INTERCEPT_LIB");
     if (env && *env) {
-        snprintf(out, cap, "%s", env);
+        /* absolute: the library finds its builder beside itself, maybe
+         * after the program has changed its directory */
+        char abs[PATH_MAX];
+        snprintf(out, cap, "%s", realpath(env, abs) ? abs : env);
         return access(out, R_OK);
     }
     char self[PATH_MAX];
@@ -113,6 +116,15 @@ int tc_cli_run(int argc, char **argv)
                         "TASKCACHE_INTERCEPT_LIB\n", lib);
         return 127;
     }
+    /* its builder, which it loads beside itself: without it, the program
+     * runs, and the driver compiles everything */
+    char builder[PATH_MAX + 32];
+    const char *slash = strrchr(lib, '/');
+    snprintf(builder, sizeof builder, "%.*slibtaskcache_jit.so",
+             slash ? (int)(slash - lib + 1) : 0, lib);
+    if (access(builder, R_OK) != 0)
+        fprintf(stderr, "taskcache run: warning: %s is missing: the driver will compile the "
+                        "program's PTX\n", builder);
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(len);

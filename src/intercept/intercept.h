@@ -1,8 +1,13 @@
 /* intercept: taskcache inside programs that hand PTX to the CUDA driver.
- * Loaded with LD_PRELOAD (`taskcache run -- CMD`), the library stands in
- * for the driver functions that take PTX; interpose.c puts its functions in
- * the driver's place on every path a program reaches them by, jit.c decides
- * what each call does. Internal to the interceptor. */
+ * `taskcache run -- CMD` preloads libtaskcache_intercept.so: a small
+ * library whose stand-ins take the driver functions' place on every path a
+ * program reaches them by (interpose.c, rebind.c, libc_sym.c) and pass each
+ * call to the driver untouched or to the builder (front.c). The builder,
+ * libtaskcache_jit.so beside it, carries taskcache and decides what each
+ * call that may carry PTX does (jit.c); it is loaded on the first such
+ * call, so that the many processes of a program that never hands the
+ * driver PTX (a shell, make, a compiler) start as fast as without
+ * taskcache. common.c is in both. Internal to the interceptor. */
 #ifndef TC_INTERCEPT_H
 #define TC_INTERCEPT_H
 
@@ -35,10 +40,11 @@ typedef struct tc_real_driver {
 /* The real driver (libcuda.so.1), loaded on first use. Never NULL: a
  * function the driver lacks is NULL, and calling through it is the
  * caller's check (the program could not have reached our stand-in for a
- * function the driver does not have). */
+ * function the driver does not have). interpose.c finds it; the builder
+ * calls the preloaded part's, handed over by tc_jit_bind. */
 const tc_real_driver *tc_real(void);
 
-/* jit.c: what the stand-ins do. `v` selects the version of a function
+/* jit.c (the builder): what the stand-ins do. `v` selects the version of a function
  * with two (0 original, 1 _v2). Each builds the PTX it is given with
  * taskcache where it can reproduce the driver's result exactly, and passes
  * the call to the real driver unchanged where it cannot. */
@@ -57,6 +63,47 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
 CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size);
 CUresult tc_jit_link_destroy(CUlinkState state);
 
+/* The builder's functions, as tc_jit_bind hands them to the preloaded part. */
+typedef struct tc_jit_api {
+    CUresult (*module_load)(CUmodule *, const void *, unsigned, CUjit_option *, void **, int);
+    CUresult (*library_load)(CUlibrary *, const void *, CUjit_option *, void **, unsigned,
+                             CUlibraryOption *, void **, unsigned);
+    CUresult (*link_create)(int, unsigned, CUjit_option *, void **, CUlinkState *);
+    CUresult (*link_add_data)(int, CUlinkState, CUjitInputType, void *, size_t, const char *,
+                              unsigned, CUjit_option *, void **);
+    CUresult (*link_add_file)(int, CUlinkState, CUjitInputType, const char *, unsigned,
+                              CUjit_option *, void **);
+    CUresult (*link_complete)(CUlinkState, void **, size_t *);
+    CUresult (*link_destroy)(CUlinkState);
+} tc_jit_api;
+
+/* The builder's one exported function: its functions, given the real
+ * driver, or NULL when it was built for another TC_JIT_ABI (a preloaded
+ * part and a builder from different builds never mix). */
+#define TC_JIT_ABI 1u
+#define TC_JIT_BIND "tc_jit_bind"
+#define TC_JIT_EXPORT __attribute__((visibility("default")))
+TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void));
+
+/* front.c: the preloaded part's half of each stand-in. Without the
+ * builder (interception off, or it cannot be loaded) every call goes to
+ * the driver unchanged. */
+CUresult tc_front_module_load(CUmodule *module, const void *image, unsigned n,
+                              CUjit_option *options, void **values, int ex);
+CUresult tc_front_library_load(CUlibrary *library, const void *code, CUjit_option *options,
+                               void **values, unsigned n, CUlibraryOption *lib_options,
+                               void **lib_values, unsigned lib_n);
+CUresult tc_front_link_create(int v, unsigned n, CUjit_option *options, void **values,
+                              CUlinkState *state);
+CUresult tc_front_link_add_data(int v, CUlinkState state, CUjitInputType type, void *data,
+                                size_t size, const char *name, unsigned n,
+                                CUjit_option *options, void **values);
+CUresult tc_front_link_add_file(int v, CUlinkState state, CUjitInputType type,
+                                const char *path, unsigned n, CUjit_option *options,
+                                void **values);
+CUresult tc_front_link_complete(CUlinkState state, void **cubin, size_t *size);
+CUresult tc_front_link_destroy(CUlinkState state);
+
 /* libc_sym.c: a function of the C library, found in its symbol table (the
  * real dlsym and dlvsym, which the interceptor replaces), or NULL. */
 void *tc_libc_function(const char *name);
@@ -66,7 +113,7 @@ void *tc_libc_function(const char *name);
  * preloaded ones otherwise). Cheap when nothing was loaded. */
 void tc_rebind_lookups(void *our_dlsym, void *our_dlvsym);
 
-/* A line in $TASKCACHE_LOG (nothing when it is not set). */
+/* common.c. A line in $TASKCACHE_LOG (nothing when it is not set). */
 void tc_intercept_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* TASKCACHE_INTERCEPT_TRACE=1: every lookup of a driver function and every
  * call of a stand-in is noted too (what a program reaches, and how). */
@@ -75,5 +122,11 @@ int tc_intercept_trace(void);
 /* Whether interception is on for this process (TASKCACHE_INTERCEPT=0 turns
  * it off: every call then goes straight to the driver). */
 int tc_intercept_enabled(void);
+/* TASKCACHE_INTERCEPT=measure: the driver compiles, the log says how long. */
+int tc_intercept_measure(void);
+
+/* Length of the PTX text at image, or 0 when it holds something else the
+ * driver takes (a cubin, a fatbin). */
+size_t tc_ptx_length(const void *image);
 
 #endif

@@ -109,62 +109,62 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-    return tc_jit_module_load(module, image, 0, NULL, NULL, 0);
+    return tc_front_module_load(module, image, 0, NULL, NULL, 0);
 }
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned n,
                             CUjit_option *options, void **values)
 {
-    return tc_jit_module_load(module, image, n, options, values, 1);
+    return tc_front_module_load(module, image, n, options, values, 1);
 }
 
 CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *options,
                            void **values, unsigned n, CUlibraryOption *lib_options,
                            void **lib_values, unsigned lib_n)
 {
-    return tc_jit_library_load(library, code, options, values, n, lib_options, lib_values, lib_n);
+    return tc_front_library_load(library, code, options, values, n, lib_options, lib_values, lib_n);
 }
 
 CUresult cuLinkCreate(unsigned n, CUjit_option *options, void **values, CUlinkState *out)
 {
-    return tc_jit_link_create(0, n, options, values, out);
+    return tc_front_link_create(0, n, options, values, out);
 }
 
 CUresult cuLinkCreate_v2(unsigned n, CUjit_option *options, void **values, CUlinkState *out)
 {
-    return tc_jit_link_create(1, n, options, values, out);
+    return tc_front_link_create(1, n, options, values, out);
 }
 
 CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
                        const char *name, unsigned n, CUjit_option *options, void **values)
 {
-    return tc_jit_link_add_data(0, state, type, data, size, name, n, options, values);
+    return tc_front_link_add_data(0, state, type, data, size, name, n, options, values);
 }
 
 CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
                           const char *name, unsigned n, CUjit_option *options, void **values)
 {
-    return tc_jit_link_add_data(1, state, type, data, size, name, n, options, values);
+    return tc_front_link_add_data(1, state, type, data, size, name, n, options, values);
 }
 
 CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned n,
                        CUjit_option *options, void **values)
 {
-    return tc_jit_link_add_file(0, state, type, path, n, options, values);
+    return tc_front_link_add_file(0, state, type, path, n, options, values);
 }
 
 CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path, unsigned n,
                           CUjit_option *options, void **values)
 {
-    return tc_jit_link_add_file(1, state, type, path, n, options, values);
+    return tc_front_link_add_file(1, state, type, path, n, options, values);
 }
 
 CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
 {
-    return tc_jit_link_complete(state, cubin, size);
+    return tc_front_link_complete(state, cubin, size);
 }
 
-CUresult cuLinkDestroy(CUlinkState state) { return tc_jit_link_destroy(state); }
+CUresult cuLinkDestroy(CUlinkState state) { return tc_front_link_destroy(state); }
 
 /* ---- handing out the stand-ins --------------------------------------------------------- */
 

@@ -1,4 +1,6 @@
 /* jit: what the interceptor does with a driver call that may carry PTX.
+ * It lives in the builder library (libtaskcache_jit.so), which the
+ * preloaded part loads on the first call that needs it (front.c).
  *
  * A PTX module handed to cuModuleLoadData(Ex) or cuLibraryLoadData is built
  * with taskcache (split, compiled in parallel, cached in the user's cache)
@@ -14,9 +16,7 @@
  * Silent unless TASKCACHE_LOG names a file, which gets one line per call. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,32 +37,8 @@ enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
 
 /* ---- process state --------------------------------------------------------------------- */
 
-/* TASKCACHE_INTERCEPT: "0" (or off, no) every call goes to the driver as
- * if we were not there; "measure" the driver compiles, and the log says how
- * long it took (to compare with taskcache); else taskcache builds. */
-enum { MODE_UNSET = -1, MODE_OFF, MODE_BUILD, MODE_MEASURE };
-static int mode = MODE_UNSET;
 static tc_cache *cache; /* NULL: builds without a cache (it could not be opened) */
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-
-static int intercept_mode(void)
-{
-    if (mode == MODE_UNSET) { /* benign race: every thread computes the same */
-        const char *e = getenv("TASKCACHE_INTERCEPT");
-        mode = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")) ? MODE_OFF
-               : e && !strcmp(e, "measure")                                     ? MODE_MEASURE
-                                                                                : MODE_BUILD;
-    }
-    return mode;
-}
-
-int tc_intercept_enabled(void) { return intercept_mode() != MODE_OFF; }
-
-int tc_intercept_trace(void)
-{
-    const char *t = getenv("TASKCACHE_INTERCEPT_TRACE");
-    return t && *t && strcmp(t, "0") != 0;
-}
 
 static void open_cache(void)
 {
@@ -77,71 +53,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* One line in $TASKCACHE_LOG, opened for each line so that forks and
- * threads need no shared state. */
 #define note tc_intercept_note
-void note(const char *fmt, ...)
-{
-    const char *path = getenv("TASKCACHE_LOG");
-    if (!path || !*path)
-        return;
-    char line[1024], when[32] = "";
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (localtime_r(&ts.tv_sec, &tm))
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    /* the time a line is written: a call's end, to line up with the program's own clock */
-    int n = snprintf(line, sizeof line, "taskcache[%ld] %s.%03ld: ", (long)getpid(), when,
-                     ts.tv_nsec / 1000000);
-    va_list ap;
-    va_start(ap, fmt);
-    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof line - 2)
-        n = (int)sizeof line - 2;
-    line[n++] = '\n';
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    ssize_t w = write(fd, line, (size_t)n);
-    (void)w; /* a log that cannot be written is no reason to fail a load */
-    close(fd);
-}
-
-/* ---- what is PTX -------------------------------------------------------------------------- */
-
-/* Length of the PTX text at p, or 0 when p holds something else the driver
- * takes (a cubin, a fatbin): PTX is text that, past comments and white
- * space, starts with .version. Binary images are told by their first bytes
- * before anything reads further. */
-static size_t ptx_length(const void *image)
-{
-    const unsigned char *p = image;
-    if (!p || p[0] == 0x7f /* ELF */ || p[0] >= 0x80)
-        return 0;
-    if (p[0] == 0x50 && p[1] == 0xED) /* fatbin: 0xBA55ED50, little-endian */
-        return 0;
-    const unsigned char *s = p;
-    for (;;) {
-        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v')
-            s++;
-        if (s[0] == '/' && s[1] == '/') {
-            while (*s && *s != '\n')
-                s++;
-        } else if (s[0] == '/' && s[1] == '*') {
-            const char *end = strstr((const char *)s + 2, "*/");
-            if (!end)
-                return 0;
-            s = (const unsigned char *)end + 2;
-        } else {
-            break;
-        }
-    }
-    if (strncmp((const char *)s, ".version", 8) != 0)
-        return 0;
-    return strlen((const char *)p);
-}
 
 /* ---- JIT options -------------------------------------------------------------------------- */
 
@@ -400,7 +312,7 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
  * stats` (the log says why). */
 static void count_passed(void)
 {
-    if (intercept_mode() == MODE_MEASURE)
+    if (tc_intercept_measure())
         return;
     pthread_once(&cache_once, open_cache);
     if (cache)
@@ -431,13 +343,13 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
         return CUDA_ERROR_NOT_SUPPORTED;
 #define PASS() (ex ? d->cuModuleLoadDataEx(module, image, n, options, values) \
                    : d->cuModuleLoadData(module, image))
-    size_t len = image ? ptx_length(image) : 0;
+    size_t len = image ? tc_ptx_length(image) : 0;
     if (tc_intercept_trace())
         note("trace: %s(%s)", call, len ? "PTX" : "not PTX");
     if (!tc_intercept_enabled() || !len)
         return PASS();
     double t0 = now();
-    if (intercept_mode() == MODE_MEASURE) {
+    if (tc_intercept_measure()) {
         CUresult rc = PASS();
         note("%s: the driver compiled %zu bytes of PTX in %.3f s (result %d)", call, len,
              now() - t0, rc);
@@ -479,13 +391,13 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     if (!d->cuLibraryLoadData)
         return CUDA_ERROR_NOT_SUPPORTED;
 #define PASS() d->cuLibraryLoadData(library, code, options, values, n, lib_options, lib_values, lib_n)
-    size_t len = code ? ptx_length(code) : 0;
+    size_t len = code ? tc_ptx_length(code) : 0;
     if (tc_intercept_trace())
         tc_intercept_note("trace: cuLibraryLoadData(%s)", len ? "PTX" : "not PTX");
     if (!tc_intercept_enabled() || !len || lib_n > 16)
         return PASS();
     double t0 = now();
-    if (intercept_mode() == MODE_MEASURE) {
+    if (tc_intercept_measure()) {
         CUresult rc = PASS();
         note("cuLibraryLoadData: the driver compiled %zu bytes of PTX in %.3f s (result %d)",
              len, now() - t0, rc);
@@ -592,7 +504,7 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     opts_init(&s->opts);
     read_options(&s->opts, n, options, values, 0);
     s->values = values;
-    s->passed = s->opts.why[0] != 0 || intercept_mode() == MODE_MEASURE;
+    s->passed = s->opts.why[0] != 0 || tc_intercept_measure();
     if (s->opts.why[0])
         note("cuLinkCreate: the driver compiles this session's PTX: %s", s->opts.why);
     pthread_mutex_lock(&sessions_lock);
@@ -663,12 +575,12 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
     session *s = tc_intercept_enabled() ? find(state) : NULL;
     if (tc_intercept_trace())
         note("trace: cuLinkAddData%s(type %d, %zu bytes)", v ? "_v2" : "", (int)type, size);
-    size_t len = s && type == CU_JIT_INPUT_PTX ? ptx_length(data) : 0;
+    size_t len = s && type == CU_JIT_INPUT_PTX ? tc_ptx_length(data) : 0;
     CUresult rc;
     if (len && len <= size && !s->passed &&
         add_built(v, s, "cuLinkAddData", data, len, name, n, options, values, &rc))
         return rc;
-    if (s && type == CU_JIT_INPUT_PTX && s->passed && intercept_mode() == MODE_MEASURE) {
+    if (s && type == CU_JIT_INPUT_PTX && s->passed && tc_intercept_measure()) {
         double t0 = now(); /* the driver compiles PTX as it is added */
         rc = d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
         note("cuLinkAddData: the driver compiled %zu bytes of PTX in %.3f s (result %d)", len,
@@ -703,7 +615,7 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
     session *s = tc_intercept_enabled() ? find(state) : NULL;
     if (s && type == CU_JIT_INPUT_PTX && !s->passed) {
         char *text = read_text(path);
-        size_t len = text ? ptx_length(text) : 0;
+        size_t len = text ? tc_ptx_length(text) : 0;
         CUresult rc;
         int done = len && add_built(v, s, "cuLinkAddFile", text, len, path, n, options, values,
                                     &rc);
@@ -748,4 +660,22 @@ CUresult tc_jit_link_destroy(CUlinkState state)
     pthread_mutex_unlock(&sessions_lock);
     free(s);
     return d->cuLinkDestroy ? d->cuLinkDestroy(state) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- what the preloaded part calls ------------------------------------------------------ */
+
+static const tc_real_driver *(*host_real)(void);
+
+const tc_real_driver *tc_real(void) { return host_real(); }
+
+TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void))
+{
+    static const tc_jit_api api = {tc_jit_module_load,   tc_jit_library_load,
+                                   tc_jit_link_create,   tc_jit_link_add_data,
+                                   tc_jit_link_add_file, tc_jit_link_complete,
+                                   tc_jit_link_destroy};
+    if (abi != TC_JIT_ABI || !real)
+        return NULL;
+    host_real = real;
+    return &api;
 }

@@ -308,6 +308,51 @@ def test_threads_and_fork(tmp_path, ptx):
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"] * 2
 
 
+def test_the_builder_is_loaded_by_the_first_call_that_may_carry_ptx(tmp_path, ptx):
+    """What is preloaded into every process is small; all of taskcache (the
+    builder) comes in with the first PTX load or link, so that a program's
+    other processes (a shell, make, a compiler) start as without taskcache."""
+    run = Run(tmp_path)
+    maps = {"JIT_CLIENT_MAPS": "1"}
+    mapped = lambda p: sorted(l.split()[1] for l in p.stdout.splitlines()
+                              if l.startswith("mapped "))
+    p = subprocess.run([TASKCACHE, "run", "--", "cat", "/proc/self/maps"], capture_output=True,
+                       text=True, check=True)
+    assert "libtaskcache_intercept.so" in p.stdout and "libtaskcache_jit.so" not in p.stdout
+    cubin = tmp_path / "k.cubin"
+    build(ptx, cubin, None)
+    p = run("dlsym", "load", cubin, env=maps)  # a cubin goes to the driver as it is
+    assert mapped(p) == ["libtaskcache_intercept.so"], p.stdout
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
+    p = run("dlsym", "load", ptx, env=maps)
+    assert mapped(p) == ["libtaskcache_intercept.so", "libtaskcache_jit.so"], p.stdout
+    p = run("proc2", "link", cubin, env=maps)  # a link session may get PTX later
+    assert mapped(p) == ["libtaskcache_intercept.so", "libtaskcache_jit.so"], p.stdout
+    p = run("proc2", "load", ptx, env=dict(maps, TASKCACHE_INTERCEPT="0"))
+    assert mapped(p) == ["libtaskcache_intercept.so"], p.stdout
+
+
+def test_without_its_builder_the_interceptor_leaves_everything_to_the_driver(tmp_path, ptx):
+    """The preloaded library alone (a broken install): every call reaches
+    the driver as the program made it, and the log says why, once."""
+    run = Run(tmp_path)
+    alone = tmp_path / "alone" / "libtaskcache_intercept.so"
+    alone.parent.mkdir()
+    alone.write_bytes(LIB.read_bytes())
+    env = {"TASKCACHE_INTERCEPT_LIB": str(alone)}
+    p = run("dlsym", "load", ptx, env=env)
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert f"warning: {alone.parent}/libtaskcache_jit.so is missing" in p.stderr, p.stderr
+    p = run("proc2", "link", ptx, env=env)
+    assert any(l.startswith("cuLinkAddData") and l.split()[3] == "PTX" for l in p.fake), p.fake
+    assert any("image" in l for l in p.stdout.splitlines()), p.stdout
+    p = run("dlsym", "threads", 4, ptx, env=env)
+    assert "failures 0" in p.stdout
+    why = [l for l in p.log if "cannot load the builder" in l]
+    assert len(why) == 1 and "libtaskcache_jit.so" in why[0], p.log
+    assert not (run.cache / "stats").exists() or stats(run.cache)["driver_built"] == 0
+
+
 def test_builds_hide_gpus_and_run_does_not(tmp_path):
     """libnvJitLink's first use initializes the CUDA driver (0.19 s on a GPU
     machine, 24 ms with no device visible), so the build commands hide the
@@ -349,5 +394,12 @@ def test_run_command_line(tmp_path):
                        env=dict(os.environ, LD_PRELOAD="/x.so", TASKCACHE_INTERCEPT_LIB=str(lib)))
     assert p.returncode == 3
     assert p.stdout.strip() == f"{lib}:/x.so", p.stdout
+    # named relative to the directory taskcache run starts in, it is
+    # preloaded by its absolute name (it finds its builder beside itself,
+    # whatever directory the program moves to)
+    p = subprocess.run([os.path.abspath(TASKCACHE), "run", "--", "sh", "-c",
+                        "echo $LD_PRELOAD"], capture_output=True, text=True, cwd=tmp_path,
+                       env=dict(os.environ, TASKCACHE_INTERCEPT_LIB=lib.name))
+    assert p.returncode == 0 and p.stdout.strip() == str(lib.resolve()), p.stdout
     p = subprocess.run([TASKCACHE, "help", "run"], capture_output=True, text=True)
     assert p.returncode == 0 and "Quadrants" in p.stdout

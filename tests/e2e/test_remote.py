@@ -686,11 +686,11 @@ def test_the_driver_interceptor_shares_the_remote(tmp_path, modules, redis_db):
 
 def test_libcurl_is_opened_not_linked():
     """Every process that loads taskcache (each program under `taskcache
-    run`, through the interceptor) would otherwise load libcurl and the two
-    dozen libraries it needs; the HTTP tests above show it is found when an
-    HTTP remote is used."""
+    run` that loads PTX, through the interceptor's builder) would otherwise
+    load libcurl and the two dozen libraries it needs; the HTTP tests above
+    show it is found when an HTTP remote is used."""
     exe = pathlib.Path(TASKCACHE).resolve()
-    libs = [exe] + [p for p in (exe.parent / "libtaskcache_intercept.so",
+    libs = [exe] + [p for p in (exe.parent / "libtaskcache_jit.so",
                                 exe.parent / "libtaskcache.so") if p.exists()]
     for f in libs:
         needed = subprocess.run(["readelf", "-d", str(f)], capture_output=True, text=True,

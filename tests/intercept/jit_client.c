@@ -28,8 +28,9 @@
  * time); written in.OPTION=VALUE, an option of each link input.
  *
  * Prints "result N" per driver call that fails or the last one, and with
- * logs=1 "info <text>", "error <text>", "wall <ms>"; exits 0 when every call
- * succeeded. */
+ * logs=1 "info <text>", "error <text>", "wall <ms>"; with JIT_CLIENT_MAPS=1
+ * in the environment, "mapped NAME" for each of taskcache's libraries the
+ * process has loaded by its end; exits 0 when every call succeeded. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -267,6 +268,28 @@ static void *load_all(void *arg)
     return NULL;
 }
 
+/* JIT_CLIENT_MAPS=1: which of taskcache's libraries are in the process. */
+static void print_mapped(void)
+{
+    const char *e = getenv("JIT_CLIENT_MAPS");
+    FILE *f = e && *e == '1' ? fopen("/proc/self/maps", "r") : NULL;
+    char line[4096], seen[4096] = "";
+    while (f && fgets(line, sizeof line, f)) {
+        const char *name = strstr(line, "/libtaskcache");
+        if (!name)
+            continue;
+        char base[256];
+        if (sscanf(name + 1, "%255s", base) == 1 && !strstr(seen, base) &&
+            strlen(seen) + strlen(base) + 2 < sizeof seen) {
+            printf("mapped %s\n", base);
+            strcat(seen, base);
+            strcat(seen, " ");
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -348,5 +371,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "jit_client: unknown action %s\n", action);
         return 2;
     }
+    print_mapped();
     return failures ? 1 : 0;
 }

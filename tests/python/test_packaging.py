@@ -101,7 +101,8 @@ def test_the_wheel_needs_nothing_but_glibc():
     system = ("linux-vdso", "libc.so", "ld-linux", "libm.so", "libpthread.so", "libdl.so",
               "librt.so")
     for f in (PACKAGE / "libtaskcache.so", PACKAGE / "bin" / "taskcache",
-              PACKAGE / "lib" / "libtaskcache_intercept.so"):
+              PACKAGE / "lib" / "libtaskcache_intercept.so",
+              PACKAGE / "lib" / "libtaskcache_jit.so"):
         needed = subprocess.run(["ldd", str(f)], capture_output=True, text=True,
                                 check=True).stdout.split("\n")
         assert [x for x in needed if x.strip() and not any(n in x for n in system)] == [], f

@@ -13,8 +13,9 @@
 #include "intercept/intercept.h"
 
 /* The real driver, as interpose.c would find it (its dlsym is not ours
- * here: this test runs without the interceptor preloaded). */
-const tc_real_driver *tc_real(void)
+ * here: this test runs without the interceptor preloaded), handed to the
+ * builder as the preloaded part hands it. */
+static const tc_real_driver *fake_real(void)
 {
     static tc_real_driver d;
     static int loaded;
@@ -192,6 +193,11 @@ int main(void)
     snprintf(cache, sizeof cache, "%s/cache", dir);
     setenv("TASKCACHE_DIR", cache, 1);
     CHECK(tc_intercept_enabled());
+    /* a preloaded part of another build is refused, not half served */
+    CHECK(tc_jit_bind(TC_JIT_ABI + 1, fake_real) == NULL);
+    const tc_jit_api *api = tc_jit_bind(TC_JIT_ABI, fake_real);
+    CHECK(api != NULL && api->module_load == tc_jit_module_load &&
+          api->link_destroy == tc_jit_link_destroy);
     test_libc_function();
     test_module_loads();
     test_links();

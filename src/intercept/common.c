@@ -1,0 +1,105 @@
+/* common: what both halves of the interceptor need (interpose.c and
+ * front.c in the preloaded library, jit.c in the builder it loads): the
+ * mode the environment asks for, the log, and telling PTX from the binary
+ * images the driver also takes. Each library carries its own copy; they
+ * read the same environment, so they agree. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "intercept/intercept.h"
+
+/* TASKCACHE_INTERCEPT: "0" (or off, no) every call goes to the driver as
+ * if we were not there; "measure" the driver compiles, and the log says how
+ * long it took (to compare with taskcache); else taskcache builds. */
+enum { MODE_UNSET = -1, MODE_OFF, MODE_BUILD, MODE_MEASURE };
+static int mode = MODE_UNSET;
+
+static int intercept_mode(void)
+{
+    if (mode == MODE_UNSET) { /* benign race: every thread computes the same */
+        const char *e = getenv("TASKCACHE_INTERCEPT");
+        mode = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")) ? MODE_OFF
+               : e && !strcmp(e, "measure")                                     ? MODE_MEASURE
+                                                                                : MODE_BUILD;
+    }
+    return mode;
+}
+
+int tc_intercept_enabled(void) { return intercept_mode() != MODE_OFF; }
+
+int tc_intercept_measure(void) { return intercept_mode() == MODE_MEASURE; }
+
+int tc_intercept_trace(void)
+{
+    const char *t = getenv("TASKCACHE_INTERCEPT_TRACE");
+    return t && *t && strcmp(t, "0") != 0;
+}
+
+/* One line in $TASKCACHE_LOG, opened for each line so that forks and
+ * threads need no shared state. */
+void tc_intercept_note(const char *fmt, ...)
+{
+    const char *path = getenv("TASKCACHE_LOG");
+    if (!path || !*path)
+        return;
+    char line[1024], when[32] = "";
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (localtime_r(&ts.tv_sec, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    /* the time a line is written: a call's end, to line up with the program's own clock */
+    int n = snprintf(line, sizeof line, "taskcache[%ld] %s.%03ld: ", (long)getpid(), when,
+                     ts.tv_nsec / 1000000);
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w; /* a log that cannot be written is no reason to fail a load */
+    close(fd);
+}
+
+/* Length of the PTX text at p, or 0 when p holds something else the driver
+ * takes (a cubin, a fatbin): PTX is text that, past comments and white
+ * space, starts with .version. Binary images are told by their first bytes
+ * before anything reads further. */
+size_t tc_ptx_length(const void *image)
+{
+    const unsigned char *p = image;
+    if (!p || p[0] == 0x7f /* ELF */ || p[0] >= 0x80)
+        return 0;
+    if (p[0] == 0x50 && p[1] == 0xED) /* fatbin: 0xBA55ED50, little-endian */
+        return 0;
+    const unsigned char *s = p;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v')
+            s++;
+        if (s[0] == '/' && s[1] == '/') {
+            while (*s && *s != '\n')
+                s++;
+        } else if (s[0] == '/' && s[1] == '*') {
+            const char *end = strstr((const char *)s + 2, "*/");
+            if (!end)
+                return 0;
+            s = (const unsigned char *)end + 2;
+        } else {
+            break;
+        }
+    }
+    if (strncmp((const char *)s, ".version", 8) != 0)
+        return 0;
+    return strlen((const char *)p);
+}
