@@ -210,11 +210,41 @@ static int write_in_place(const char *path, int create, const void *data, size_t
     return rc;
 }
 
+/* Whether the regular file at path holds exactly the len bytes at data. */
+static int holds(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[1 << 16];
+    size_t at = 0;
+    int same = 1;
+    while (same && at < len) {
+        ssize_t n = read(fd, buf, len - at < sizeof buf ? len - at : sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        same = n > 0 && memcmp(buf, (const char *)data + at, (size_t)n) == 0;
+        at += n > 0 ? (size_t)n : 0;
+    }
+    same = same && read(fd, buf, 1) == 0; /* and nothing more */
+    close(fd);
+    return same;
+}
+
 int tc_write_output(const char *path, const void *data, size_t len)
 {
     struct stat st, ls;
     int exists = stat(path, &st) == 0;
     int link = lstat(path, &ls) == 0 && S_ISLNK(ls.st_mode);
+    /* A build repeated into the file it made: the bytes are there, and only
+     * the time changes, as a rewrite would change it (make then sees the
+     * output made). Replacing the file would cost more than the rest of a
+     * warm build's writing: ext4 allocates a new file's blocks when it is
+     * renamed over an old one (3.6 ms of an 18 ms warm build of the
+     * 250-kernel module on the 2-core machine). */
+    if (exists && S_ISREG(st.st_mode) && (size_t)st.st_size == len && access(path, W_OK) == 0 &&
+        holds(path, data, len))
+        return utimensat(AT_FDCWD, path, NULL, 0);
     if (exists && (!S_ISREG(st.st_mode) || st.st_nlink > 1))
         return write_in_place(path, 0, data, len);
     if (link && !exists)

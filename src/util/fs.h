@@ -39,7 +39,8 @@ int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
  * names), keeping its permissions (a new one: 0666 less the umask; one
  * this process may not write is left alone, EACCES); anything else is
  * written in place: a device such as /dev/null, a FIFO, a file with other
- * hard links (they all see the new contents). 0, or -1 with errno. */
+ * hard links (they all see the new contents). A file that holds these
+ * bytes already only gets the current time. 0, or -1 with errno. */
 int tc_write_output(const char *path, const void *data, size_t len);
 
 /* Writes data to path directly (for private scratch files). */

@@ -143,6 +143,26 @@ def test_output_permissions_as_a_compiler_leaves_them(simple, tmp_path):
     assert p.returncode == 1 and "cannot write" in p.stderr and locked.read_bytes() == b"keep"
 
 
+def test_an_output_that_holds_the_image_already_gets_only_the_time(simple, tmp_path):
+    """A build repeated into its own output leaves the file (same inode,
+    same bytes) and moves its modification time, as a rewrite would, so
+    make sees the target made; any other contents are replaced."""
+    out = tmp_path / "o.cubin"
+    build(simple, out, None)
+    image, first = out.read_bytes(), out.stat()
+    os.utime(out, (first.st_atime - 100, first.st_mtime - 100))
+    build(simple, out, None)
+    again = out.stat()
+    assert out.read_bytes() == image and again.st_ino == first.st_ino
+    assert again.st_mtime > first.st_mtime - 50
+    # the same size, other bytes: replaced
+    out.write_bytes(image[:-1] + bytes([image[-1] ^ 1]))
+    build(simple, out, None)
+    assert out.read_bytes() == image and out.stat().st_ino != first.st_ino
+    # the same bytes and more after them: replaced
+    out.write_bytes(image + b"\0")
+    build(simple, out, None)
+    assert out.read_bytes() == image
 def test_stdin_input(simple, tmp_path):
     out = tmp_path / "o.cubin"
     p = run([TASKCACHE, "build", "-", "-o", out, "--arch", ARCH, "--no-cache"],
