@@ -1,8 +1,9 @@
 /* common: what both halves of the interceptor need (interpose.c and
  * front.c in the preloaded library, jit.c in the builder it loads): the
  * mode the environment asks for, the log, and telling PTX from the binary
- * images the driver also takes. Each library carries its own copy; they
- * read the same environment, so they agree. */
+ * images the driver also takes. Each library carries its own copy; the
+ * builder takes the mode the preloaded part read (tc_jit_bind), so that a
+ * program that changes the environment later cannot set them apart. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdarg.h>
@@ -16,24 +17,27 @@
 
 /* TASKCACHE_INTERCEPT: "0" (or off, no) every call goes to the driver as
  * if we were not there; "measure" the driver compiles, and the log says how
- * long it took (to compare with taskcache); else taskcache builds. */
-enum { MODE_UNSET = -1, MODE_OFF, MODE_BUILD, MODE_MEASURE };
-static int mode = MODE_UNSET;
+ * long it took (to compare with taskcache); else taskcache builds. Read
+ * once. */
+static int mode = -1;
 
-static int intercept_mode(void)
+int tc_intercept_mode(void)
 {
-    if (mode == MODE_UNSET) { /* benign race: every thread computes the same */
+    if (mode < 0) { /* benign race: every thread computes the same */
         const char *e = getenv("TASKCACHE_INTERCEPT");
-        mode = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")) ? MODE_OFF
-               : e && !strcmp(e, "measure")                                     ? MODE_MEASURE
-                                                                                : MODE_BUILD;
+        mode = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"))
+                   ? TC_INTERCEPT_OFF
+               : e && !strcmp(e, "measure") ? TC_INTERCEPT_MEASURE
+                                            : TC_INTERCEPT_BUILD;
     }
     return mode;
 }
 
-int tc_intercept_enabled(void) { return intercept_mode() != MODE_OFF; }
+void tc_intercept_set_mode(int m) { mode = m; }
 
-int tc_intercept_measure(void) { return intercept_mode() == MODE_MEASURE; }
+int tc_intercept_enabled(void) { return tc_intercept_mode() != TC_INTERCEPT_OFF; }
+
+int tc_intercept_measure(void) { return tc_intercept_mode() == TC_INTERCEPT_MEASURE; }
 
 int tc_intercept_trace(void)
 {
@@ -102,4 +106,17 @@ size_t tc_ptx_length(const void *image)
     if (strncmp((const char *)s, ".version", 8) != 0)
         return 0;
     return strlen((const char *)p);
+}
+
+void tc_trace_link_create(int v, unsigned n, CUresult rc)
+{
+    if (tc_intercept_trace())
+        tc_intercept_note("trace: cuLinkCreate%s(%u options): %d", v ? "_v2" : "", n, rc);
+}
+
+void tc_trace_link_add_data(int v, CUjitInputType type, size_t size)
+{
+    if (tc_intercept_trace())
+        tc_intercept_note("trace: cuLinkAddData%s(type %d, %zu bytes)", v ? "_v2" : "",
+                          (int)type, size);
 }

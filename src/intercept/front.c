@@ -12,8 +12,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "intercept/intercept.h"
@@ -22,70 +22,80 @@ enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
 
 /* ---- the builder, loaded on first need ------------------------------------------------------ */
 
-static const tc_jit_api *api; /* NULL: not loaded (yet, or it could not be) */
-static int tried;             /* read without the lock once set */
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+/* Where the builder is: beside this library, by an absolute name worked out
+ * when this library is loaded (LD_PRELOAD may name it relative to a
+ * directory the program leaves). Empty: unknown. */
+static char builder_path[PATH_MAX];
 
-/* A fork while another thread loads the builder waits until it is loaded:
- * the child must not start with the lock held, or with the loader's. */
-static void fork_prepare(void) { pthread_mutex_lock(&load_lock); }
-static void fork_release(void) { pthread_mutex_unlock(&load_lock); }
-static void install_fork_handlers(void)
-{
-    pthread_atfork(fork_prepare, fork_release, fork_release);
-}
-
-static const tc_jit_api *load_builder(void)
+__attribute__((constructor)) static void find_builder(void)
 {
     Dl_info self;
-    char path[PATH_MAX];
     void *here;
     CUresult (*fn)(CUlinkState) = tc_front_link_destroy;
     memcpy(&here, &fn, sizeof here);
-    if (!dladdr(here, &self) || !self.dli_fname) {
-        tc_intercept_note("cannot tell where the interceptor is: every call goes to the driver");
-        return NULL;
-    }
+    if (!dladdr(here, &self) || !self.dli_fname)
+        return;
+    char dir[PATH_MAX];
     const char *slash = strrchr(self.dli_fname, '/');
-    int dir = slash ? (int)(slash - self.dli_fname + 1) : 0;
-    int len = snprintf(path, sizeof path, "%.*slibtaskcache_jit.so", dir, self.dli_fname);
-    if (len < 0 || (size_t)len >= sizeof path)
-        return NULL;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        tc_intercept_note("cannot load the builder: %s: every call goes to the driver",
-                          dlerror());
+    int n = snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - self.dli_fname) : 0,
+                     self.dli_fname);
+    if (n < 0 || (size_t)n >= sizeof dir)
+        return;
+    char abs[PATH_MAX];
+    const char *where = dir[0] == '/' ? dir : realpath(dir[0] ? dir : ".", abs);
+    if (where && snprintf(builder_path, sizeof builder_path, "%s/libtaskcache_jit.so", where) >=
+                     (int)sizeof builder_path)
+        builder_path[0] = '\0';
+}
+
+static const tc_jit_api *api; /* NULL: not loaded (yet, or it could not be) */
+static int tried, noted;      /* a load was tried; its failure was logged */
+
+/* The builder's functions, or NULL with why. */
+static const tc_jit_api *load_builder(char *why, size_t cap)
+{
+    if (!builder_path[0]) {
+        snprintf(why, cap, "the interceptor's own directory is unknown");
         return NULL;
     }
-    const tc_jit_api *(*bind)(unsigned, const tc_real_driver *(*)(void));
+    void *lib = dlopen(builder_path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why, cap, "%s", e ? e : builder_path);
+        return NULL;
+    }
+    const tc_jit_api *(*bind)(unsigned, const tc_real_driver *(*)(void), int);
     void *sym = dlsym(lib, TC_JIT_BIND);
     memcpy(&bind, &sym, sizeof bind);
-    const tc_jit_api *a = bind ? bind(TC_JIT_ABI, tc_real) : NULL;
+    const tc_jit_api *a = bind ? bind(TC_JIT_ABI, tc_real, tc_intercept_mode()) : NULL;
     if (!a) {
-        tc_intercept_note("%s is not this interceptor's builder (another version of "
-                          "taskcache?): every call goes to the driver", path);
+        snprintf(why, cap, "%s is not this interceptor's builder (another version of taskcache?)",
+                 builder_path);
         dlclose(lib);
     }
     return a;
 }
 
 /* The builder's functions, or NULL: interception is off, or the builder
- * cannot be loaded (the log says why, once). */
+ * cannot be loaded (the log says why, once). No lock of ours is held while
+ * it loads: the dynamic loader has its own, and a library constructor on
+ * another thread may be calling a stand-in while it holds that one. Threads
+ * that come first at once each load it (dlopen counts them) and bind the
+ * same functions; one that succeeds wins over one that failed. */
 static const tc_jit_api *builder(void)
 {
     if (!tc_intercept_enabled())
         return NULL;
-    if (__atomic_load_n(&tried, __ATOMIC_ACQUIRE))
-        return api;
-    pthread_once(&fork_once, install_fork_handlers);
-    pthread_mutex_lock(&load_lock);
-    if (!tried) {
-        api = load_builder();
+    if (!__atomic_load_n(&tried, __ATOMIC_ACQUIRE)) {
+        char why[PATH_MAX + 128];
+        const tc_jit_api *a = load_builder(why, sizeof why);
+        if (a)
+            __atomic_store_n(&api, a, __ATOMIC_RELEASE);
+        else if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))
+            tc_intercept_note("cannot load the builder: %s: every call goes to the driver", why);
         __atomic_store_n(&tried, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&load_lock);
-    return api;
+    return __atomic_load_n(&api, __ATOMIC_ACQUIRE);
 }
 
 /* ---- the calls ----------------------------------------------------------------------------- */
@@ -133,8 +143,11 @@ CUresult tc_front_link_create(int v, unsigned n, CUjit_option *options, void **v
     if (b)
         return b->link_create(v, n, options, values, state);
     const tc_real_driver *d = tc_real();
-    return d->cuLinkCreate[v] ? d->cuLinkCreate[v](n, options, values, state)
-                              : CUDA_ERROR_NOT_SUPPORTED;
+    if (!d->cuLinkCreate[v])
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult rc = d->cuLinkCreate[v](n, options, values, state);
+    tc_trace_link_create(v, n, rc);
+    return rc;
 }
 
 CUresult tc_front_link_add_data(int v, CUlinkState state, CUjitInputType type, void *data,
@@ -145,9 +158,10 @@ CUresult tc_front_link_add_data(int v, CUlinkState state, CUjitInputType type, v
     if (b)
         return b->link_add_data(v, state, type, data, size, name, n, options, values);
     const tc_real_driver *d = tc_real();
-    return d->cuLinkAddData[v] ? d->cuLinkAddData[v](state, type, data, size, name, n, options,
-                                                     values)
-                               : CUDA_ERROR_NOT_SUPPORTED;
+    if (!d->cuLinkAddData[v])
+        return CUDA_ERROR_NOT_SUPPORTED;
+    tc_trace_link_add_data(v, type, size);
+    return d->cuLinkAddData[v](state, type, data, size, name, n, options, values);
 }
 
 CUresult tc_front_link_add_file(int v, CUlinkState state, CUjitInputType type,

@@ -78,12 +78,14 @@ typedef struct tc_jit_api {
 } tc_jit_api;
 
 /* The builder's one exported function: its functions, given the real
- * driver, or NULL when it was built for another TC_JIT_ABI (a preloaded
- * part and a builder from different builds never mix). */
+ * driver and the interception mode, or NULL when it was built for another
+ * TC_JIT_ABI (a preloaded part and a builder from different builds never
+ * mix). */
 #define TC_JIT_ABI 1u
 #define TC_JIT_BIND "tc_jit_bind"
 #define TC_JIT_EXPORT __attribute__((visibility("default")))
-TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void));
+TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void),
+                                            int mode);
 
 /* front.c: the preloaded part's half of each stand-in. Without the
  * builder (interception off, or it cannot be loaded) every call goes to
@@ -119,11 +121,19 @@ void tc_intercept_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * call of a stand-in is noted too (what a program reaches, and how). */
 int tc_intercept_trace(void);
 
-/* Whether interception is on for this process (TASKCACHE_INTERCEPT=0 turns
- * it off: every call then goes straight to the driver). */
+/* TASKCACHE_INTERCEPT, read once: off (every call goes straight to the
+ * driver), build (taskcache builds), measure (the driver compiles, the log
+ * says how long). set_mode: the builder takes the preloaded part's. */
+enum { TC_INTERCEPT_OFF, TC_INTERCEPT_BUILD, TC_INTERCEPT_MEASURE };
+int tc_intercept_mode(void);
+void tc_intercept_set_mode(int mode);
 int tc_intercept_enabled(void);
-/* TASKCACHE_INTERCEPT=measure: the driver compiles, the log says how long. */
 int tc_intercept_measure(void);
+
+/* TASKCACHE_INTERCEPT_TRACE lines for the link calls, from whichever half
+ * handles the call. */
+void tc_trace_link_create(int v, unsigned n, CUresult rc);
+void tc_trace_link_add_data(int v, CUjitInputType type, size_t size);
 
 /* Length of the PTX text at image, or 0 when it holds something else the
  * driver takes (a cubin, a fatbin). */

@@ -492,8 +492,7 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     if (!d->cuLinkCreate[v])
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = d->cuLinkCreate[v](n, options, values, state);
-    if (tc_intercept_trace())
-        note("trace: cuLinkCreate%s(%u options): %d", v ? "_v2" : "", n, rc);
+    tc_trace_link_create(v, n, rc);
     if (rc != CUDA_SUCCESS || !tc_intercept_enabled())
         return rc;
     pthread_once(&fork_once, install_fork_handlers);
@@ -573,8 +572,7 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
     if (!d->cuLinkAddData[v])
         return CUDA_ERROR_NOT_SUPPORTED;
     session *s = tc_intercept_enabled() ? find(state) : NULL;
-    if (tc_intercept_trace())
-        note("trace: cuLinkAddData%s(type %d, %zu bytes)", v ? "_v2" : "", (int)type, size);
+    tc_trace_link_add_data(v, type, size);
     size_t len = s && type == CU_JIT_INPUT_PTX ? tc_ptx_length(data) : 0;
     CUresult rc;
     if (len && len <= size && !s->passed &&
@@ -668,7 +666,8 @@ static const tc_real_driver *(*host_real)(void);
 
 const tc_real_driver *tc_real(void) { return host_real(); }
 
-TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void))
+TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void),
+                                            int mode)
 {
     static const tc_jit_api api = {tc_jit_module_load,   tc_jit_library_load,
                                    tc_jit_link_create,   tc_jit_link_add_data,
@@ -677,5 +676,6 @@ TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *
     if (abi != TC_JIT_ABI || !real)
         return NULL;
     host_real = real;
+    tc_intercept_set_mode(mode);
     return &api;
 }

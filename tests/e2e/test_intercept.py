@@ -353,6 +353,37 @@ def test_without_its_builder_the_interceptor_leaves_everything_to_the_driver(tmp
     assert not (run.cache / "stats").exists() or stats(run.cache)["driver_built"] == 0
 
 
+def test_trace_names_every_call_that_reaches_the_interceptor(tmp_path, ptx):
+    """TASKCACHE_INTERCEPT_TRACE=1 lists the calls whichever half takes them:
+    the builder, or the preloaded part alone (interception off, the builder
+    missing), which is when a trace is most wanted."""
+    run = Run(tmp_path)
+    cubin = tmp_path / "k.cubin"
+    build(ptx, cubin, None)
+    alone = tmp_path / "alone" / "libtaskcache_intercept.so"
+    alone.parent.mkdir()
+    alone.write_bytes(LIB.read_bytes())
+    for env in ({}, {"TASKCACHE_INTERCEPT": "0"}, {"TASKCACHE_INTERCEPT_LIB": str(alone)}):
+        p = run("linked", "link", ptx, cubin, env=dict(env, TASKCACHE_INTERCEPT_TRACE="1"))
+        calls = [l.split(": ", 1)[1] for l in p.log if ": trace: " in l]
+        assert [c.split("(")[0] for c in calls] == [
+            "trace: cuLinkCreate_v2", "trace: cuLinkAddData_v2", "trace: cuLinkAddData_v2",
+            "trace: cuModuleLoadData"], (env, p.log)
+        assert calls[-1] == "trace: cuModuleLoadData(not PTX)", calls
+
+
+def test_a_relative_preload_finds_its_builder_after_the_program_moves(tmp_path, ptx):
+    """LD_PRELOAD may name the interceptor relative to the directory the
+    program starts in; the builder is found beside it whatever directory
+    the program is in when it first loads PTX."""
+    run = Run(tmp_path)
+    p = run("dlsym", "chdir", "/", "load", os.path.abspath(ptx), under_taskcache=False,
+            env={"LD_PRELOAD": os.path.relpath(LIB), "TASKCACHE_DIR": str(run.cache),
+                 "TASKCACHE_LOG": str(tmp_path / "direct.log")})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"], (
+        (tmp_path / "direct.log").read_text())
+
+
 def test_builds_hide_gpus_and_run_does_not(tmp_path):
     """libnvJitLink's first use initializes the CUDA driver (0.19 s on a GPU
     machine, 24 ms with no device visible), so the build commands hide the

@@ -23,6 +23,7 @@
  *   linkfile FILE     the same with cuLinkAddFile
  *   threads N FILE... N threads, each loading every FILE with cuModuleLoadData
  *   fork FILE         loads FILE, forks; the child loads it again
+ *   chdir DIR ACTION  changes to DIR first, then does ACTION
  * OPTION: maxreg opt lineinfo target threads verbose cache fma split wall (JIT
  * options with that value), logs=1 (info and error log buffers and the wall
  * time); written in.OPTION=VALUE, an option of each link input.
@@ -301,6 +302,15 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *action = argv[2];
+    if (!strcmp(action, "chdir") && argc > 4) { /* chdir DIR ACTION ...: moves first */
+        if (chdir(argv[3]) != 0) {
+            perror("jit_client: chdir");
+            return 2;
+        }
+        argv += 2;
+        argc -= 2;
+        action = argv[2];
+    }
     opts x, in;
     parse_options(&x, argc - 3, argv + 3, "");
     parse_options(&in, argc - 3, argv + 3, "in.");

@@ -175,6 +175,25 @@ static void test_links(void)
     free(c);
 }
 
+/* The builder follows the mode the preloaded part read when the program
+ * started, not the environment as the program has changed it since. */
+static void test_the_mode_comes_from_the_preloaded_part(void)
+{
+    setenv("TASKCACHE_INTERCEPT", "0", 1);
+    CHECK(tc_jit_bind(TC_JIT_ABI, fake_real, TC_INTERCEPT_MEASURE) != NULL);
+    CUmodule m;
+    CHECK(tc_jit_module_load(&m, ptx, 0, NULL, NULL, 0) == CUDA_SUCCESS);
+    char *c = calls();
+    CHECK_CONTAINS(c, "cuModuleLoadData PTX"); /* measured: the driver compiled it */
+    free(c);
+    CHECK(tc_jit_bind(TC_JIT_ABI, fake_real, TC_INTERCEPT_BUILD) != NULL);
+    CHECK(tc_jit_module_load(&m, ptx, 0, NULL, NULL, 0) == CUDA_SUCCESS);
+    c = calls();
+    CHECK_CONTAINS(c, "cuModuleLoadData ELF");
+    free(c);
+    unsetenv("TASKCACHE_INTERCEPT");
+}
+
 /* The real dlsym, found without dlsym (which the interceptor replaces). */
 static void test_libc_function(void)
 {
@@ -194,13 +213,14 @@ int main(void)
     setenv("TASKCACHE_DIR", cache, 1);
     CHECK(tc_intercept_enabled());
     /* a preloaded part of another build is refused, not half served */
-    CHECK(tc_jit_bind(TC_JIT_ABI + 1, fake_real) == NULL);
-    const tc_jit_api *api = tc_jit_bind(TC_JIT_ABI, fake_real);
+    CHECK(tc_jit_bind(TC_JIT_ABI + 1, fake_real, TC_INTERCEPT_BUILD) == NULL);
+    const tc_jit_api *api = tc_jit_bind(TC_JIT_ABI, fake_real, TC_INTERCEPT_BUILD);
     CHECK(api != NULL && api->module_load == tc_jit_module_load &&
           api->link_destroy == tc_jit_link_destroy);
     test_libc_function();
     test_module_loads();
     test_links();
+    test_the_mode_comes_from_the_preloaded_part();
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
