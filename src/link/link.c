@@ -378,15 +378,15 @@ int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
 /* ---- choosing a linker --------------------------------------------------- */
 
 /* The library as it will be loaded (symbolic links resolved), identified
- * by its bytes. */
-static int library_identity(const char *path, tc_store *memo, tc_linker *out)
+ * by its bytes when keyed. */
+static int library_identity(const char *path, tc_store *memo, int keyed, tc_linker *out)
 {
-    char real[PATH_MAX], id[TC_DIGEST_HEX_LEN + 1];
+    char real[PATH_MAX], id[TC_DIGEST_HEX_LEN + 1] = "unhashed (nothing is keyed)";
     struct stat st;
     if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
     tc_sb err = TC_SB_INIT;
-    int rc = tc_file_identity(real, memo, id, &err);
+    int rc = keyed ? tc_file_identity(real, memo, id, &err) : 0;
     tc_sb_free(&err);
     if (rc != 0)
         return -1;
@@ -408,7 +408,7 @@ static int nvlink_beside(const char *ptxas, char *buf, size_t cap)
 }
 
 /* <toolkit>/bin/ptxas -> <toolkit>/lib64/libnvJitLink.so (or lib, targets/...) */
-static int nvjitlink_beside(const char *ptxas, tc_store *memo, tc_linker *out)
+static int nvjitlink_beside(const char *ptxas, tc_store *memo, int keyed, tc_linker *out)
 {
     char dir[TC_PATH_MAX], cand[TC_PATH_MAX + 64];
     snprintf(dir, sizeof dir, "%s", ptxas);
@@ -421,19 +421,19 @@ static int nvjitlink_beside(const char *ptxas, tc_store *memo, tc_linker *out)
     const char *subs[] = {"lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         snprintf(cand, sizeof cand, "%s/%s/libnvJitLink.so", dir, subs[i]);
-        if (library_identity(cand, memo, out) == 0)
+        if (library_identity(cand, memo, keyed, out) == 0)
             return 0;
     }
     return -1;
 }
 
 /* The toolkit's libnvJitLink, else the one found when taskcache was built. */
-static int find_library(const char *ptxas, tc_store *memo, tc_linker *out)
+static int find_library(const char *ptxas, tc_store *memo, int keyed, tc_linker *out)
 {
     static const char built_with[] = TC_NVJITLINK_LIB;
-    if (ptxas && nvjitlink_beside(ptxas, memo, out) == 0)
+    if (ptxas && nvjitlink_beside(ptxas, memo, keyed, out) == 0)
         return 0;
-    return built_with[0] ? library_identity(built_with, memo, out) : -1;
+    return built_with[0] ? library_identity(built_with, memo, keyed, out) : -1;
 }
 
 /* Order: an explicit $TASKCACHE_NVJITLINK library or $TASKCACHE_NVLINK
@@ -443,15 +443,15 @@ static int find_library(const char *ptxas, tc_store *memo, tc_linker *out)
  * the in-process library because it measured as fast or faster: 25 ms for
  * both linking 53 objects on the 2-core machine, 35 ms against 210 ms (most
  * of it system time inside nvJitLink) on the 16-core H200 machine. */
-int tc_linker_find(const char *ptxas, tc_store *memo, int want_library, tc_linker *out,
-                   tc_sb *err)
+int tc_linker_find(const char *ptxas, tc_store *memo, int keyed, int want_library,
+                   tc_linker *out, tc_sb *err)
 {
     memset(out, 0, sizeof *out);
     const char *env = getenv("TASKCACHE_NVJITLINK");
     int allow_jl = !(env && (!strcmp(env, "none") || !strcmp(env, "0") || !strcmp(env, "off")));
-    if (allow_jl && env && *env && library_identity(env, memo, out) == 0)
+    if (allow_jl && env && *env && library_identity(env, memo, keyed, out) == 0)
         return 0;
-    if (want_library && allow_jl && find_library(ptxas, memo, out) == 0)
+    if (want_library && allow_jl && find_library(ptxas, memo, keyed, out) == 0)
         return 0;
     char nvlink[TC_PATH_MAX];
     int found = -1;
@@ -460,7 +460,7 @@ int tc_linker_find(const char *ptxas, tc_store *memo, int want_library, tc_linke
     if (found != 0 && ptxas)
         found = nvlink_beside(ptxas, nvlink, sizeof nvlink);
     if (found != 0 && allow_jl && !want_library /* looked for above */ &&
-        find_library(ptxas, memo, out) == 0)
+        find_library(ptxas, memo, keyed, out) == 0)
         return 0;
     if (found != 0)
         found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink);

@@ -26,9 +26,11 @@ typedef struct tc_linker {
 /* Chooses the linker (see link.c for the order). want_library: prefer
  * libnvJitLink wherever it is found, because the objects need it (nvlink
  * silently drops -ewp objects). memo: where identities are memoized
- * (tc_tool_identity), or NULL. */
-int tc_linker_find(const char *ptxas, tc_store *memo, int want_library, tc_linker *out,
-                   tc_sb *err);
+ * (tc_tool_identity), or NULL. keyed: the identity will be part of keys
+ * someone sees; a build without a cache keys nothing, and need not hash
+ * the library's 100 MB (its id then says so). */
+int tc_linker_find(const char *ptxas, tc_store *memo, int keyed, int want_library,
+                   tc_linker *out, tc_sb *err);
 
 /* Starts loading and initializing libnvJitLink on a detached thread when
  * l is that linker and nothing started it yet (the first use in a process

@@ -186,7 +186,8 @@ tc_status tc_session_prepare(tc_session *s)
     int want_library = o->split && o->output == TC_OUTPUT_IMAGE &&
                        o->unit_code != TC_UNIT_CODE_RELOCATABLE;
     tc_sb err = TC_SB_INIT;
-    if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, want_library, &s->linker,
+    int keyed = s->store || s->call == TC_CALL_EXPLAIN; /* a build without a cache keys nothing */
+    if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, keyed, want_library, &s->linker,
                        &err) != 0) {
         s->linker.kind = 0; /* only a split build needs one; said then */
         snprintf(s->linker.id, sizeof s->linker.id, "none");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "link/link.h"
 #include "toolchain/toolchain.h"
 
 #define SIZE ((9u << 20) + 3) /* three 4 MiB chunks, the last one short */
@@ -88,6 +89,25 @@ int main(void)
     CHECK(tc_file_identity(path, NULL, other, &err) == -1);
     CHECK_CONTAINS(err.data, "missing");
     tc_sb_free(&err);
+
+    /* a linker library: found either way, hashed only when its identity
+     * goes into keys that anyone sees (a build without a cache keys
+     * nothing, and need not read 100 MB) */
+    snprintf(path, sizeof path, "%s/libnvJitLink.so", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(data, 1, SIZE, f) == SIZE);
+    if (f)
+        fclose(f);
+    setenv("TASKCACHE_NVJITLINK", path, 1);
+    tc_linker l;
+    CHECK(tc_linker_find(NULL, NULL, 0, 1, &l, &err) == 0 && l.kind == TC_LINKER_NVJITLINK);
+    CHECK_CONTAINS(l.id, "unhashed");
+    CHECK(tc_linker_find(NULL, NULL, 1, 1, &l, &err) == 0 && l.kind == TC_LINKER_NVJITLINK);
+    char want[TC_DIGEST_HEX_LEN + 16];
+    snprintf(want, sizeof want, "nvJitLink %s", base);
+    CHECK_STR(l.id, want);
+    tc_sb_free(&err);
+    unlink(path);
 
     free(data);
     rmdir(dir);
