@@ -220,18 +220,12 @@ static int touch_if_holds(const char *path, const struct stat *st, const void *d
     if (fd < 0)
         return 0;
     struct stat now;
-    int same = fstat(fd, &now) == 0 && S_ISREG(now.st_mode) && now.st_dev == st->st_dev &&
-               now.st_ino == st->st_ino && (size_t)now.st_size == len;
-    char buf[1 << 16];
-    size_t at = 0;
-    while (same && at < len) {
-        ssize_t n = read(fd, buf, len - at < sizeof buf ? len - at : sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        same = n > 0 && memcmp(buf, (const char *)data + at, (size_t)n) == 0;
-        at += n > 0 ? (size_t)n : 0;
-    }
-    same = same && read(fd, buf, 1) == 0 && futimens(fd, NULL) == 0;
+    char *old = NULL;
+    size_t n = 0;
+    int same = fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
+               tc_read_fd(fd, len, &old, &n) == 0 && n == len && memcmp(old, data, len) == 0 &&
+               futimens(fd, NULL) == 0;
+    free(old);
     close(fd);
     return same;
 }
