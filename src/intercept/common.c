@@ -108,6 +108,12 @@ size_t tc_ptx_length(const void *image)
     return strlen((const char *)p);
 }
 
+void tc_trace_load(const char *call, size_t ptx_len)
+{
+    if (tc_intercept_trace())
+        tc_intercept_note("trace: %s(%s)", call, ptx_len ? "PTX" : "not PTX");
+}
+
 void tc_trace_link_create(int v, unsigned n, CUresult rc)
 {
     if (tc_intercept_trace())

@@ -108,9 +108,7 @@ CUresult tc_front_module_load(CUmodule *module, const void *image, unsigned n,
     if (b)
         return b->module_load(module, image, n, options, values, ex);
     const tc_real_driver *d = tc_real();
-    if (tc_intercept_trace())
-        tc_intercept_note("trace: %s(%s)", ex ? "cuModuleLoadDataEx" : "cuModuleLoadData",
-                          len ? "PTX" : "not PTX");
+    tc_trace_load(ex ? "cuModuleLoadDataEx" : "cuModuleLoadData", len);
     if (ex)
         return d->cuModuleLoadDataEx ? d->cuModuleLoadDataEx(module, image, n, options, values)
                                      : CUDA_ERROR_NOT_SUPPORTED;
@@ -127,8 +125,7 @@ CUresult tc_front_library_load(CUlibrary *library, const void *code, CUjit_optio
         return b->library_load(library, code, options, values, n, lib_options, lib_values,
                                lib_n);
     const tc_real_driver *d = tc_real();
-    if (tc_intercept_trace())
-        tc_intercept_note("trace: cuLibraryLoadData(%s)", len ? "PTX" : "not PTX");
+    tc_trace_load("cuLibraryLoadData", len);
     return d->cuLibraryLoadData ? d->cuLibraryLoadData(library, code, options, values, n,
                                                        lib_options, lib_values, lib_n)
                                 : CUDA_ERROR_NOT_SUPPORTED;

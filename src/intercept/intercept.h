@@ -78,9 +78,10 @@ typedef struct tc_jit_api {
 } tc_jit_api;
 
 /* The builder's one exported function: its functions, given the real
- * driver and the interception mode, or NULL when it was built for another
- * TC_JIT_ABI (a preloaded part and a builder from different builds never
- * mix). */
+ * driver and the interception mode (build or measure: with interception
+ * off the builder is never loaded, so its functions need not ask), or
+ * NULL when it was built for another TC_JIT_ABI (a preloaded part and a
+ * builder from different builds never mix) or is asked with the mode off. */
 #define TC_JIT_ABI 1u
 #define TC_JIT_BIND "tc_jit_bind"
 #define TC_JIT_EXPORT __attribute__((visibility("default")))
@@ -130,8 +131,9 @@ void tc_intercept_set_mode(int mode);
 int tc_intercept_enabled(void);
 int tc_intercept_measure(void);
 
-/* TASKCACHE_INTERCEPT_TRACE lines for the link calls, from whichever half
- * handles the call. */
+/* TASKCACHE_INTERCEPT_TRACE lines for the module, library and link calls,
+ * from whichever half handles the call. */
+void tc_trace_load(const char *call, size_t ptx_len);
 void tc_trace_link_create(int v, unsigned n, CUresult rc);
 void tc_trace_link_add_data(int v, CUjitInputType type, size_t size);
 

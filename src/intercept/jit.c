@@ -344,9 +344,8 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
 #define PASS() (ex ? d->cuModuleLoadDataEx(module, image, n, options, values) \
                    : d->cuModuleLoadData(module, image))
     size_t len = image ? tc_ptx_length(image) : 0;
-    if (tc_intercept_trace())
-        note("trace: %s(%s)", call, len ? "PTX" : "not PTX");
-    if (!tc_intercept_enabled() || !len)
+    tc_trace_load(call, len);
+    if (!len)
         return PASS();
     double t0 = now();
     if (tc_intercept_measure()) {
@@ -392,9 +391,8 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
         return CUDA_ERROR_NOT_SUPPORTED;
 #define PASS() d->cuLibraryLoadData(library, code, options, values, n, lib_options, lib_values, lib_n)
     size_t len = code ? tc_ptx_length(code) : 0;
-    if (tc_intercept_trace())
-        tc_intercept_note("trace: cuLibraryLoadData(%s)", len ? "PTX" : "not PTX");
-    if (!tc_intercept_enabled() || !len || lib_n > 16)
+    tc_trace_load("cuLibraryLoadData", len);
+    if (!len || lib_n > 16)
         return PASS();
     double t0 = now();
     if (tc_intercept_measure()) {
@@ -493,7 +491,7 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = d->cuLinkCreate[v](n, options, values, state);
     tc_trace_link_create(v, n, rc);
-    if (rc != CUDA_SUCCESS || !tc_intercept_enabled())
+    if (rc != CUDA_SUCCESS)
         return rc;
     pthread_once(&fork_once, install_fork_handlers);
     session *s = calloc(1, sizeof *s);
@@ -571,7 +569,7 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
     const tc_real_driver *d = tc_real();
     if (!d->cuLinkAddData[v])
         return CUDA_ERROR_NOT_SUPPORTED;
-    session *s = tc_intercept_enabled() ? find(state) : NULL;
+    session *s = find(state);
     tc_trace_link_add_data(v, type, size);
     size_t len = s && type == CU_JIT_INPUT_PTX ? tc_ptx_length(data) : 0;
     CUresult rc;
@@ -610,7 +608,7 @@ CUresult tc_jit_link_add_file(int v, CUlinkState state, CUjitInputType type, con
     const tc_real_driver *d = tc_real();
     if (!d->cuLinkAddFile[v] || !d->cuLinkAddData[v])
         return CUDA_ERROR_NOT_SUPPORTED;
-    session *s = tc_intercept_enabled() ? find(state) : NULL;
+    session *s = find(state);
     if (s && type == CU_JIT_INPUT_PTX && !s->passed) {
         char *text = read_text(path);
         size_t len = text ? tc_ptx_length(text) : 0;
@@ -634,7 +632,7 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
     if (!d->cuLinkComplete)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = d->cuLinkComplete(state, cubin, size);
-    session *s = tc_intercept_enabled() ? find(state) : NULL;
+    session *s = find(state);
     const jit_opts *o = s ? &s->opts : NULL;
     if (rc == CUDA_SUCCESS && o && s->warnings[0] && o->info && o->info_at >= 0 && o->info_cap &&
         s->values) {
@@ -673,7 +671,7 @@ TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *
                                    tc_jit_link_create,   tc_jit_link_add_data,
                                    tc_jit_link_add_file, tc_jit_link_complete,
                                    tc_jit_link_destroy};
-    if (abi != TC_JIT_ABI || !real)
+    if (abi != TC_JIT_ABI || !real || mode == TC_INTERCEPT_OFF) /* never asked when off */
         return NULL;
     host_real = real;
     tc_intercept_set_mode(mode);

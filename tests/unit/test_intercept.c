@@ -214,6 +214,7 @@ int main(void)
     CHECK(tc_intercept_enabled());
     /* a preloaded part of another build is refused, not half served */
     CHECK(tc_jit_bind(TC_JIT_ABI + 1, fake_real, TC_INTERCEPT_BUILD) == NULL);
+    CHECK(tc_jit_bind(TC_JIT_ABI, fake_real, TC_INTERCEPT_OFF) == NULL);
     const tc_jit_api *api = tc_jit_bind(TC_JIT_ABI, fake_real, TC_INTERCEPT_BUILD);
     CHECK(api != NULL && api->module_load == tc_jit_module_load &&
           api->link_destroy == tc_jit_link_destroy);
