@@ -9,7 +9,9 @@ fresh processes, with no cache (a cold build), interleaved:
   split      --unit-cost 1000 (the default size given explicitly): the same
              kernels as one unit, the module data as another, then a link
              (what taskcache did before small modules were compiled whole)
+  no cache   taskcache's default with --no-cache (nothing keyed or stored)
   ptxas      ptxas -arch=ARCH on the module ("-" where ptxas refuses it)
+  split0     ptxas -split-compile=0, the peer issue 11 names
 
 and prints medians side by side. A JIT that hands the driver small modules
 (CuPy, numba-cuda, Quadrants' helper modules) pays the split column's extra
@@ -86,12 +88,16 @@ def main():
                     os.devnull, *extra]
         cmds = {"whole": lambda p, arch: tc(p, arch),
                 "split": lambda p, arch: tc(p, arch, "--unit-cost", "1000"),
-                "ptxas": lambda p, arch: [a.ptxas, f"-arch={arch}", p, "-o", os.devnull]}
+                "no cache": lambda p, arch: [a.taskcache, "build", p, "--arch", arch,
+                                             "--no-cache", "-o", os.devnull],
+                "ptxas": lambda p, arch: [a.ptxas, f"-arch={arch}", p, "-o", os.devnull],
+                "split0": lambda p, arch: [a.ptxas, f"-arch={arch}", "-split-compile=0", p, "-o",
+                                           os.devnull]}
         print(f"{len(mods)} modules of one unit; cold builds in fresh processes, medians of "
               f"{a.runs}, interleaved")
-        print(f"{'module':<44} {'kernels':>7} {'whole':>9} {'split':>9} {'ptxas':>9} "
-              f"{'split/whole':>11}")
-        ratios = []
+        print(f"{'module':<44} {'kernels':>7} {'whole':>9} {'split':>9} {'no cache':>9} "
+              f"{'ptxas':>9} {'split0':>9} {'split/whole':>11} {'split0/whole':>12}")
+        ratios, peer = [], []
         for name, ptx, n, arch in mods:
             t = {k: [] for k in cmds}
             for _ in range(a.runs):
@@ -99,13 +105,22 @@ def main():
                     t[k].append(timed(c(ptx, arch)))
             m = {k: statistics.median(v) if None not in v else None for k, v in t.items()}
             ratio = m["split"] / m["whole"] if m["split"] and m["whole"] else None
+            vs0 = m["split0"] / m["whole"] if m["split0"] and m["whole"] else None
             if ratio:
                 ratios.append(ratio)
-            print(f"{name:<44} {n:>7} {ms(m['whole'])} {ms(m['split'])} {ms(m['ptxas'])} "
-                  f"{f'{ratio:.2f}x' if ratio else 'failed':>11}")
+            if vs0:
+                peer.append(vs0)
+            print(f"{name:<44} {n:>7} {ms(m['whole'])} {ms(m['split'])} {ms(m['no cache'])} "
+                  f"{ms(m['ptxas'])} {ms(m['split0'])} "
+                  f"{f'{ratio:.2f}x' if ratio else 'failed':>11} "
+                  f"{f'{vs0:.2f}x' if vs0 else '-':>12}")
         if ratios:
             print(f"median split/whole: {statistics.median(ratios):.2f}x "
                   f"(range {min(ratios):.2f}-{max(ratios):.2f}x)")
+        if peer:
+            print(f"median split0/whole: {statistics.median(peer):.2f}x "
+                  f"(range {min(peer):.2f}-{max(peer):.2f}x); whole slower than split0 on "
+                  f"{sum(1 for v in peer if v < 1)} of {len(peer)} modules")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
