@@ -213,10 +213,11 @@ tc_status tc_session_prepare(tc_session *s)
 
 /* ---- compiling and linking --------------------------------------------------------- */
 
-int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
-                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
+/* One compile with the options' own, then extra (NULL: none). */
+static int compile_with(tc_session *s, tc_out_kind kind, const char *text, size_t len,
+                        const char *ptx_path, const char *extra, tc_sb *output, tc_sb *log,
+                        int *exit_code)
 {
-    /* the options' own, then the unit's (tc_session_unit_mode) */
     size_t nopts = s->o->ncopts;
     char **opts = malloc((nopts + 1) * sizeof *opts);
     if (!opts) {
@@ -225,10 +226,8 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
     }
     if (nopts)
         memcpy(opts, s->o->copts, nopts * sizeof *opts);
-    if (kind == TC_OUT_EWP && s->ewp_threads)
-        opts[nopts++] = (char *)s->ewp_threads;
-    else if (kind == TC_OUT_CUBIN && s->whole_threads)
-        opts[nopts++] = (char *)s->whole_threads;
+    if (extra)
+        opts[nopts++] = (char *)extra;
     int rc = -1;
     if (s->in_process) {
         rc = tc_nvptx_compile(s->o->arch, opts, nopts, kind, text, len, output, log,
@@ -260,6 +259,27 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
     free(out);
     free(logp);
     free(opts);
+    return rc;
+}
+
+int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
+                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
+{
+    /* the options' own, then the unit's (tc_session_unit_mode) */
+    const char *threads = kind == TC_OUT_EWP    ? s->ewp_threads
+                          : kind == TC_OUT_CUBIN ? s->whole_threads
+                                                 : NULL;
+    int rc = compile_with(s, kind, text, len, ptx_path, threads, output, log, exit_code);
+    /* The threads are taskcache's choice, not the user's: where the
+     * compiler fails with them, it compiles as the user asked. ptxas 13.0
+     * crashes (SIGSEGV) with --split-compile=0 on some modules it compiles
+     * without (two kernels, one with a parameter named like a global:
+     * tests/realworld/findings/split_compile_crash.ptx). */
+    if (threads && (rc != 0 || *exit_code != 0)) {
+        tc_sb_reset(output);
+        tc_sb_reset(log);
+        rc = compile_with(s, kind, text, len, ptx_path, NULL, output, log, exit_code);
+    }
     return rc;
 }
 

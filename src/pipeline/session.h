@@ -115,8 +115,8 @@ void tc_session_count(tc_session *s, int counter, uint64_t n);
 const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n);
 
 /* Compiles text (written at ptx_path first for ptxas) with the chosen
- * backend; fills output, log and exit code. 0, or -1 (errno) when the
- * compiler could not run. */
+ * backend; fills output, log (both empty on entry) and exit code. 0, or
+ * -1 (errno) when the compiler could not run. */
 int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
                        const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
 /* Links the objects of n units, in order, into the result's image;
