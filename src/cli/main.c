@@ -111,7 +111,9 @@ static const char usage_build[] =
     "a note says why. A module whose kernels fit in one unit is compiled whole\n"
     "too, without a note: one compile and no link ('explain' says so). A module\n"
     "compiled whole gets a compiler thread on every CPU (--split-compile=0, the\n"
-    "same code as one thread) unless -Xptxas sets a split-compile of its own.\n";
+    "same code as one thread) unless -Xptxas sets a split-compile of its own;\n"
+    "where the compiler fails with it (ptxas 13.0 crashes on a few modules), it\n"
+    "compiles again without.\n";
 
 static int add_opt(args *a, const char *opt)
 {
