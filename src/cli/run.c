@@ -122,7 +122,11 @@ int tc_cli_run(int argc, char **argv)
     const char *slash = strrchr(lib, '/');
     snprintf(builder, sizeof builder, "%.*slibtaskcache_jit.so",
              slash ? (int)(slash - lib + 1) : 0, lib);
-    if (access(builder, R_OK) != 0)
+    /* TASKCACHE_INTERCEPT=0 (off, no: src/intercept/common.c) needs no
+     * builder: every call goes to the driver anyway */
+    const char *mode = getenv("TASKCACHE_INTERCEPT");
+    int off = mode && (!strcmp(mode, "0") || !strcmp(mode, "off") || !strcmp(mode, "no"));
+    if (!off && access(builder, R_OK) != 0)
         fprintf(stderr, "taskcache run: warning: %s is missing: the driver will compile the "
                         "program's PTX\n", builder);
     const char *old = getenv("LD_PRELOAD");

@@ -343,6 +343,10 @@ def test_without_its_builder_the_interceptor_leaves_everything_to_the_driver(tmp
     p = run("dlsym", "load", ptx, env=env)
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
     assert f"warning: {alone.parent}/libtaskcache_jit.so is missing" in p.stderr, p.stderr
+    # turned off, it needs no builder and says nothing of one
+    p = run("dlsym", "load", ptx, env=dict(env, TASKCACHE_INTERCEPT="off"))
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert "libtaskcache_jit.so" not in p.stderr, p.stderr
     p = run("proc2", "link", ptx, env=env)
     assert any(l.startswith("cuLinkAddData") and l.split()[3] == "PTX" for l in p.fake), p.fake
     assert any("image" in l for l in p.stdout.splitlines()), p.stdout

@@ -282,9 +282,13 @@ def test_a_stalled_server_costs_one_timeout(tmp_path, modules, redis):
         # a slow server (50 ms each way) is slow, not wrong
         proxy.mode = "delay"
         proxy.delay = 0.05
-        remote = f"redis://127.0.0.1:{proxy.port}/14"
-        build(ptx, tmp_path / "o.cubin", tmp_path / "d", remote)
-        build(ptx, tmp_path / "o2.cubin", tmp_path / "e", remote)
+        # (the connection's own round trips are slow too: on a loaded
+        # machine the default connect timeout of 500 ms can pass, which is
+        # no finding of this test)
+        remote = f"redis://127.0.0.1:{proxy.port}/14|connect-timeout=5s"
+        first = build(ptx, tmp_path / "o.cubin", tmp_path / "d", remote)
+        second = build(ptx, tmp_path / "o2.cubin", tmp_path / "e", remote)
+        assert not warnings(first) and not warnings(second), first + second
         assert (tmp_path / "o2.cubin").read_bytes() == ref
         assert stats(tmp_path / "e")["remote_hits"] == 1
     finally:
