@@ -44,7 +44,7 @@
 #
 # Output: progress lines with time stamps, then a summary table (LAST on
 # stdout). Files in $OUT (default ./gpu-out): gpu-check.log (everything),
-# results.json, summary.txt, sass.txt, timing.txt, bench-build.txt,
+# results.json, summary.txt, sass.txt, timing.txt, bench-build.txt, intercept.json,
 # details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
 # Exit status: 0 all correctness checks passed; 1 a correctness check failed
 # (or the build failed); 2 no GPU / missing tools; 3 nothing failed but some
@@ -91,7 +91,7 @@ OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/gpu-check.log
 : > "$LOG"
 rm -f "$OUT"/results.json "$OUT"/summary.txt "$OUT"/sass.txt "$OUT"/timing.txt \
-    "$OUT"/bench-build.txt "$OUT"/details.tar.gz   # this script's files of an earlier run
+    "$OUT"/bench-build.txt "$OUT"/intercept.json "$OUT"/details.tar.gz   # this script's files of an earlier run
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 if [ -n "$PREBUILT" ]; then
     BUILD=$(cd "$PREBUILT" 2>/dev/null && pwd) || { echo "gpu-check.sh: --prebuilt $PREBUILT: no such directory" >&2; exit 2; }
@@ -447,6 +447,7 @@ else
     timeout -k 10 "$(( $(left) > 90 ? $(left) - 20 : 70 ))" python3 tests/gpu/intercept_check.py \
         --taskcache "$TASKCACHE" --out "$WORK" ${GPU_CHECK_INTERCEPT_ARGS:-} > "$WORK/intercept.log" 2>&1
     irc=$?
+    cp "$WORK/intercept.json" "$OUT/" 2>/dev/null # every process's figures
     cat "$WORK/intercept.log" >> "$LOG"
     tail_log "$WORK/intercept.log" 30
     case $irc in 0) res=PASS ;; 2) res=INCOMPLETE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
