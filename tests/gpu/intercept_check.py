@@ -476,7 +476,8 @@ def check_quadrants(runner, rows, problems, physics, ops=1):
     scens = runner.a.scenarios.split(",")
     for rep in range(runner.a.reps):
         for mode in modes:
-            if rep and mode not in ("driver", "taskcache"):
+            if rep and mode not in ("driver", "taskcache") and not (
+                    mode == "measure" and runner.a.measure_every_rep):
                 continue
             qd_cache, cuda_cache = fresh(runner, "qd"), fresh(runner, "cuda")
             tc_cache = fresh(runner, "tc")
@@ -585,6 +586,10 @@ def main():
                     "(the issue measured a 200-task module of 538 KB of PTX)")
     ap.add_argument("--substeps", type=int, default=20, help="substeps of the physics step")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--measure-every-rep", action="store_true",
+                    help="the measure mode in every repetition, not only the first: the "
+                         "driver's PTX time and the rest of the first call with the interceptor "
+                         "loaded, as many times as the other modes")
     ap.add_argument("--skip", default="")
     ap.add_argument("--modes", default="driver,measure,taskcache,taskcache-ewp",
                     help="Quadrants runs: plain (driver), the interceptor measuring the driver, "
