@@ -108,7 +108,7 @@ static tc_status cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
         if (stats_fields[i].flags & TC_STATS_COUNTER)
             memcpy((char *)out + stats_fields[i].offset, &k.v[i], sizeof k.v[i]);
     out->max_size = tc_store_max_size(c->store);
-    uint64_t counts[4];
+    uint64_t counts[TC_REC_KINDS];
     tc_store_count(c->store, counts, &out->disk_bytes);
     out->unit_records = counts[0];
     out->module_records = counts[1];

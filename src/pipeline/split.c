@@ -31,6 +31,8 @@ void tc_split_free(tc_ptx_job *j)
     free(j->units);
     j->units = NULL;
     j->nunits = 0;
+    tc_canon_memo_free(j->memo);
+    j->memo = NULL;
 }
 
 static int explaining(const tc_ptx_job *j) { return j->s->call == TC_CALL_EXPLAIN; }
@@ -132,21 +134,25 @@ static tc_unit *unit_at(void *ctx, size_t i) { return &((tc_ptx_job *)ctx)->unit
 
 static tc_pool_step canon_function(void *ctx, size_t i)
 {
-    (void)tc_slicer_canon_function(((tc_ptx_job *)ctx)->slicer, i); /* else made again later */
+    (void)tc_canon_memo_fill(((tc_ptx_job *)ctx)->memo, i); /* else made again later */
     return TC_POOL_DONE;
 }
 
-/* The canonical texts of the functions units hold, on -j threads: most of
- * what keying costs (a 250-kernel module on 2 cores: about 20 ms of a 70 ms
+/* The canonical texts of the functions units hold, from the memo of an
+ * earlier build (canon_memo.h) or made, on -j threads: making them is most
+ * of what keying costs (a 250-kernel module on 2 cores: 10-15 ms of a 50 ms
  * build that compiles nothing), and each is independent of the others.
  * Units are then assembled from them one after another (the slicer's walk
- * is single-threaded), as before. */
+ * is single-threaded). */
 static tc_status canon_functions(tc_ptx_job *j)
 {
     size_t n = tc_slicer_function_count(j->slicer);
-    if (j->s->o->jobs < 2 || n < 2)
-        return TC_OK; /* made on first use */
-    return tc_pool_run_range(n, j->s->o->jobs, canon_function, j) == 0 ? TC_OK : TC_ERR_NOMEM;
+    if (!(j->memo = tc_canon_memo_open(j->s, &j->m, j->slicer)))
+        return TC_ERR_NOMEM;
+    if (tc_pool_run_range(n, j->s->o->jobs, canon_function, j) != 0)
+        return TC_ERR_NOMEM;
+    tc_canon_memo_save(j->memo);
+    return TC_OK;
 }
 
 static tc_status key_units(tc_ptx_job *j)

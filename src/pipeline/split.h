@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "pipeline/canon_memo.h"
 #include "pipeline/session.h"
 #include "ptx/slice.h"
 
@@ -34,6 +35,7 @@ typedef struct tc_ptx_job {
     int parsed;
     int ptxas_instead;      /* the in-process compiler's module, built by ptxas */
     tc_slicer *slicer;
+    tc_canon_memo *memo;    /* the canonical texts of its functions across builds */
     tc_split_unit *units;   /* the module data first, when there is one */
     size_t nunits;
     tc_sb warnings;         /* the compiler's warnings, for the module record */

@@ -733,6 +733,94 @@ int tc_slicer_canon_function(const tc_slicer *s, size_t i)
     return memo_function(s, &s->m->stmts[s->funcs.v[i]]) ? 0 : -1;
 }
 
+/* ---- the canonical texts of functions across processes -------------------------- */
+
+/* Part of every memo key: a change of the rules of canon.c changes it. */
+#define CANON_MEMO_RULES "canon-memo-1"
+
+int tc_slicer_memo_context(const tc_slicer *s, tc_digest *out)
+{
+    const tc_ptx_module *m = s->m;
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return -1;
+    tc_hash_field_str(h, "rules", CANON_MEMO_RULES);
+    /* a function's text names module symbols by these names (canon.c:
+     * module_name) and inlined functions by those (info_name) */
+    for (size_t i = 0; s->names && i < m->nsyms; i++) {
+        if (s->names[i][0]) {
+            tc_hash_field(h, "symbol", m->syms[i].name, m->syms[i].len);
+            tc_hash_field_str(h, "named", s->names[i]);
+        }
+    }
+    for (size_t i = 0; i < m->ninfos; i++) {
+        tc_hash_field(h, "info", m->infos[i].label, m->infos[i].len);
+        tc_hash_field_str(h, "named", m->infos[i].canon);
+    }
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+    return 0;
+}
+
+int tc_slicer_function_key(const tc_slicer *s, size_t i, const tc_digest *context,
+                           tc_digest *out)
+{
+    const tc_ptx_module *m = s->m;
+    const tc_ptx_stmt *st = &m->stmts[s->funcs.v[i]];
+    tc_hash *h = tc_hash_new();
+    if (!h)
+        return -1;
+    /* everything tc_canon_stmt reads of the function besides its bytes:
+     * the linkage memo_function asks for, and what the parser found in
+     * the body (derived from the same bytes, hashed all the same) */
+    const uint8_t flags[3] = {st->is_entry, st->labels_known, st->canon_rename};
+    tc_hash_field(h, "context", context->b, TC_DIGEST_LEN);
+    tc_hash_field(h, "flags", flags, sizeof flags);
+    for (uint32_t k = 0; st->labels_known && k < st->label_count; k++) {
+        const tc_ptx_label *x = &m->labels[st->label_begin + k];
+        const uint64_t where[2] = {(uint64_t)(x->off - st->start), x->len};
+        tc_hash_field(h, "label", where, sizeof where);
+    }
+    tc_hash_field(h, "text", m->src + st->start, st->end - st->start);
+    tc_hash_final(h, out);
+    tc_hash_free(h);
+    return 0;
+}
+
+const tc_piece *tc_slicer_function_text(const tc_slicer *s, size_t i, uint32_t *first_line)
+{
+    const tc_ptx_stmt *st = &s->m->stmts[s->funcs.v[i]];
+    const tc_piece *p = &s->memo[s->funcs.v[i]];
+    *first_line = st->line;
+    return p->text.len ? p : NULL;
+}
+
+int tc_slicer_set_function_text(const tc_slicer *s, size_t i, const char *text, size_t len,
+                                const uint32_t *lines, size_t nlines)
+{
+    const tc_ptx_stmt *st = &s->m->stmts[s->funcs.v[i]];
+    tc_piece *p = &s->memo[s->funcs.v[i]];
+    tc_piece_reset(p);
+    tc_sb_append(&p->text, text, len);
+    if (nlines > p->cap) {
+        uint32_t *l = realloc(p->lines, nlines * sizeof *l);
+        if (!l) {
+            tc_piece_free(p);
+            return -1;
+        }
+        p->lines = l;
+        p->cap = nlines;
+    }
+    for (size_t k = 0; k < nlines; k++)
+        p->lines[k] = st->line + lines[k];
+    p->nlines = nlines;
+    if (p->text.oom) {
+        tc_piece_free(p);
+        return -1;
+    }
+    return 0;
+}
+
 /* A one-line declaration made of the start of a statement up to `cut`. */
 static int emit_decl(const tc_slicer *s, tc_text *out, const tc_ptx_stmt *st, size_t cut,
                      int link)

@@ -18,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptx/canon.h"
 #include "ptx/module.h"
+#include "util/hash.h"
 #include "util/strbuf.h"
 
 /* Maps lines of an emitted text back to lines of the input. */
@@ -61,6 +63,25 @@ uint32_t tc_slicer_entry_cost(const tc_slicer *s, size_t i);
  * made again when a unit needs it). */
 size_t tc_slicer_function_count(const tc_slicer *s);
 int tc_slicer_canon_function(const tc_slicer *s, size_t i);
+
+/* The memo of those texts across processes (pipeline/canon_memo.c). A
+ * function's canonical text is made from its bytes, the labels the parser
+ * found in them, its linkage, and the names units give the module's
+ * compiler-named constants and inlined functions (canon.h). The context
+ * digests the names, once per module; a function's key digests the
+ * context and the rest, so that equal keys mean equal texts. Both 0, or
+ * -1 out of memory. */
+int tc_slicer_memo_context(const tc_slicer *s, tc_digest *out);
+int tc_slicer_function_key(const tc_slicer *s, size_t i, const tc_digest *context,
+                           tc_digest *out);
+/* The i-th function's text when made (NULL otherwise), and the input line
+ * its statement starts on: the lines of the text are kept relative to it. */
+const tc_piece *tc_slicer_function_text(const tc_slicer *s, size_t i, uint32_t *first_line);
+/* Gives the i-th function the text a memo holds for its key, lines
+ * relative to its first line; as tc_slicer_canon_function, calls for
+ * different i may run at once. 0, or -1 out of memory. */
+int tc_slicer_set_function_text(const tc_slicer *s, size_t i, const char *text, size_t len,
+                                const uint32_t *lines, size_t nlines);
 
 /* Emits a unit holding entries idx[0..n) (indices in name order, sorted
  * ascending). *whole_program is set when the unit may be compiled with

@@ -43,7 +43,10 @@
 #define TC_RECORD_HEADER 96u
 #define TC_RECORD_MAX_RATIO 4096u
 
-enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2, TC_REC_TASK = 3, TC_REC_GROUP = 4 };
+/* TC_REC_CANON: the canonical texts of a module's functions
+ * (pipeline/canon_memo.c), a local speed-up of keying. */
+enum { TC_REC_UNIT = 1, TC_REC_MODULE = 2, TC_REC_TASK = 3, TC_REC_GROUP = 4, TC_REC_CANON = 5 };
+#define TC_REC_KINDS 5
 
 enum {
     TC_F_OBJECT = 1,        /* unit: relocatable object */
@@ -54,7 +57,8 @@ enum {
     TC_F_LOG = 6,           /* compiler messages worth replaying (warnings) */
     TC_F_HOST_META = 7,     /* task: the host's metadata blob */
     TC_F_TASK_KEY = 8,      /* module of tasks, group: a task key (repeated, in order) */
-    TC_F_NAME = 9           /* task: its name */
+    TC_F_NAME = 9,          /* task: its name */
+    TC_F_CANON_TEXT = 10    /* canonical texts: one function's (repeated) */
 };
 
 /* The most a payload of this kind may hold: what the kind can carry

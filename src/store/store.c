@@ -414,6 +414,7 @@ static char kind_dir(uint32_t kind)
     case TC_REC_MODULE: return 'm';
     case TC_REC_TASK: return 't';
     case TC_REC_GROUP: return 'g';
+    case TC_REC_CANON: return 'c';
     default: return 'u';
     }
 }
@@ -704,7 +705,9 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
 long long tc_store_put(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                        const void *payload, size_t len)
 {
-    int upload = remote_on(st) && !tc_remote_spec_of(st->remote)->read_only;
+    /* canonical texts are made again from any input that needs them: not
+     * worth a remote's bandwidth */
+    int upload = kind != TC_REC_CANON && remote_on(st) && !tc_remote_spec_of(st->remote)->read_only;
     if (st->readonly && !upload)
         return -1;
     tc_sb rec = TC_SB_INIT;

@@ -165,7 +165,7 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
 int tc_store_clear(tc_store *st);
 
 /* Counts records on disk: units, modules, tasks, groups; and their bytes. */
-void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes);
+void tc_store_count(tc_store *st, uint64_t counts[TC_REC_KINDS], uint64_t *bytes);
 
 typedef struct tc_gc_result {
     uint64_t files_before, bytes_before;

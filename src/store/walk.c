@@ -40,7 +40,7 @@ typedef struct walk {
     walk_item *items;
     size_t n, cap;
     uint64_t bytes;
-    uint64_t counts[4];
+    uint64_t counts[TC_REC_KINDS];
     int64_t now_ns;
     uint64_t temps_removed;
     int clean;          /* remove stale temporaries, locks, planted links and special files */
@@ -83,6 +83,7 @@ static int kind_index(char k)
     case 'm': return 1;
     case 't': return 2;
     case 'g': return 3;
+    case 'c': return 4;
     default: return -1;
     }
 }
@@ -157,8 +158,8 @@ static int walk_store(tc_store *st, walk *w)
         int tfd = open_sub(w, dirfd(targets), t->d_name);
         if (tfd < 0)
             continue;
-        static const char kinds[] = "umtg";
-        for (int k = 0; k < 4; k++) {
+        static const char kinds[] = "umtgc";
+        for (int k = 0; k < TC_REC_KINDS; k++) {
             char kd[2] = {kinds[k], 0};
             int kfd = open_sub(w, tfd, kd);
             if (kfd < 0)
@@ -187,7 +188,7 @@ static int walk_store(tc_store *st, walk *w)
     return 0;
 }
 
-void tc_store_count(tc_store *st, uint64_t counts[4], uint64_t *bytes)
+void tc_store_count(tc_store *st, uint64_t counts[TC_REC_KINDS], uint64_t *bytes)
 {
     walk w;
     memset(&w, 0, sizeof w);
@@ -282,7 +283,8 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
     memset(&w, 0, sizeof w);
     if (walk_store(st, &w) != 0)
         return -1;
-    static const uint32_t kinds[4] = {TC_REC_UNIT, TC_REC_MODULE, TC_REC_TASK, TC_REC_GROUP};
+    static const uint32_t kinds[TC_REC_KINDS] = {TC_REC_UNIT, TC_REC_MODULE, TC_REC_TASK,
+                                                  TC_REC_GROUP, TC_REC_CANON};
     for (size_t i = 0; i < w.n; i++) {
         /* rel = target/kind/shard/name: the key is shard + name */
         const char *slash = strrchr(w.items[i].rel, '/');

@@ -1,6 +1,8 @@
 """Key stability: a slice's key changes exactly when something that can
 change its machine code changes, and never because of unrelated entries."""
 
+import os
+import re
 import stat
 
 import tchelp
@@ -240,3 +242,57 @@ def test_compiler_identity_is_its_bytes(tmp_path, cache):
     wrapper.write_text(f"#!/bin/sh\nexec {PTXAS} \"$@\" -O1\n")
     keys_o1 = slice_keys(ptx, cache, "--compiler", "ptxas", "--ptxas", str(wrapper))
     assert all(keys_o1[k] != keys_o0[k] for k in keys_o0)
+
+
+# ---- the memo of canonical texts (pipeline/canon_memo.h) --------------------
+
+# TASKCACHE_TEST_CANON_MEMO=check: every text the memo gives is made again
+# and compared, and the build says how many it took, made, and found unequal
+MEMO_CHECK = dict(os.environ, TASKCACHE_TEST_CANON_MEMO="check")
+MEMO_REPORT = re.compile(r"canonical texts: (\d+) from the memo, (\d+) made, "
+                         r"(\d+) of the memo's differ")
+
+
+def memo_report(p):
+    m = MEMO_REPORT.search(p.stderr)
+    assert m, p.stderr
+    return tuple(int(x) for x in m.groups())
+
+
+def test_the_canonical_text_memo_serves_what_would_be_made(tmp_path, cache):
+    """A build keeps the canonical texts of its module's functions; the
+    next build of the module, or of an edited copy, takes from them every
+    function whose own text is unchanged and makes the rest: same keys,
+    same image as a build without any cache."""
+    base = module(tmp_path, "base", ORDER)
+    tc_build(base, tmp_path / "a.cubin", cache)
+    p = tc_build(base, tmp_path / "b.cubin", cache, "--no-module-cache", env=MEMO_CHECK)
+    taken, made, differ = memo_report(p)
+    assert taken >= len(ORDER) and made == 0 and differ == 0
+    assert (tmp_path / "b.cubin").read_bytes() == (tmp_path / "a.cubin").read_bytes()
+    edited = dict(KERNELS)
+    edited["k_beta"] = KERNELS["k_beta"].replace("acc += other", "acc -= other")
+    e = module(tmp_path, "edit", ORDER, kernels=edited)
+    p = tc_build(e, tmp_path / "e.cubin", cache, env=MEMO_CHECK)
+    assert memo_report(p)[1:] == (1, 0)  # k_beta's text made; the others equal
+    tc_build(e, tmp_path / "fresh.cubin", None)
+    assert (tmp_path / "e.cubin").read_bytes() == (tmp_path / "fresh.cubin").read_bytes()
+    assert slice_keys(e, cache) == slice_keys(e, tmp_path / "empty")
+
+
+def test_a_constant_renamed_elsewhere_is_no_memo_hit(tmp_path, cache):
+    """k_gamma names its string by a name made from the string's bytes:
+    with the string changed and the kernel's own bytes not, the memo of
+    the first build must not give k_gamma its old text."""
+    base = module(tmp_path, "base", ORDER)
+    tc_build(base, tmp_path / "a.cubin", cache)
+    text = open(base).read()
+    gamma = "103, 97, 109, 109, 97"  # "gamma"
+    assert text.count(gamma) == 1
+    changed = tmp_path / "changed.ptx"
+    changed.write_text(text.replace(gamma, "71, 97, 109, 109, 97"))  # "Gamma"
+    p = tc_build(changed, tmp_path / "c.cubin", cache, env=MEMO_CHECK)
+    assert memo_report(p)[2] == 0
+    after = slice_keys(changed, cache)
+    assert after == slice_keys(changed, tmp_path / "empty")
+    assert after["k_gamma"] != slice_keys(base, cache)["k_gamma"]

@@ -1,6 +1,7 @@
 /* libFuzzer target: the record decoder, the payload decoders and the ELF
  * kernel reader. Arbitrary bytes as a record, as a unit/task payload, as a
- * module payload (of units or of tasks), as a group manifest, as an entry and as an object or image must be rejected or
+ * module payload (of units or of tasks), as a group manifest, as a memo of
+ * canonical texts, as an entry and as an object or image must be rejected or
  * decoded cleanly; a payload wrapped in a well-formed record must come back
  * byte for byte. */
 #include <stdint.h>
@@ -9,6 +10,7 @@
 
 #include "api/handles.h"
 #include "link/elf.h"
+#include "pipeline/canon_memo.h"
 #include "pipeline/payload.h"
 #include "store/record.h"
 
@@ -27,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&key, 0, sizeof key);
     if (size >= 64)
         memcpy(key.b, data + 32, 32);
-    for (uint32_t kind = 1; kind <= 4; kind++) {
+    for (uint32_t kind = 1; kind <= TC_REC_KINDS; kind++) {
         char *p = NULL;
         size_t n = 0;
         if (tc_record_decode(data, size, kind, &key, NULL, &p, &n) == 0)
@@ -69,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(image);
         free(copy);
     }
+    size_t texts;
+    (void)tc_canon_memo_check_payload((const char *)data, size, &texts);
     tc_entry_info e;
     if (tc_entry_decode(data, size, &e) == 0)
         tc_entry_clear(&e);

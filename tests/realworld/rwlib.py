@@ -132,10 +132,10 @@ class Taskcache:
     def __init__(self, binary, cache, arch, jobs):
         self.binary, self.cache, self.arch, self.jobs = binary, cache, arch, jobs
 
-    def build(self, ptx, out, *extra, cache=True):
+    def build(self, ptx, out, *extra, cache=True, env=None):
         args = [self.binary, "build", ptx, "-o", out, "--arch", self.arch, "-j", str(self.jobs), "-v"]
         args += ["--cache-dir", self.cache] if cache else ["--no-cache"]
-        p = run(args + list(extra))
+        p = run(args + list(extra), env=dict(os.environ, **env) if env else None)
         if p.returncode != 0:
             raise BuildError(f"taskcache build {' '.join(extra)} exited {p.returncode}: "
                              f"{p.stderr.decode(errors='replace').strip()[-1500:]}")
@@ -427,6 +427,10 @@ MODES = {
 TIERS = ("cold", "warm", "nomodule", "nocache")
 
 
+# what TASKCACHE_TEST_CANON_MEMO=check makes a split build report
+MEMO_RE = re.compile(r"canonical texts: (\d+) from the memo, (\d+) made, (\d+) of the memo's differ")
+
+
 def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resources=True):
     """Builds PTX file `ptx` whole with ptxas and with taskcache in every
     mode and tier; returns a dict:
@@ -492,7 +496,17 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
                 if tier == "warm":
                     tc.build(ptx, out, *extra)
                 elif tier == "nomodule":
-                    tc.build(ptx, out, "--no-module-cache", *extra)
+                    # every canonical text the memo of the cold build holds
+                    # is made again and compared (pipeline/canon_memo.h)
+                    log = tc.build(ptx, out, "--no-module-cache", *extra,
+                                   env={"TASKCACHE_TEST_CANON_MEMO": "check"})
+                    memo = MEMO_RE.search(log)
+                    if not whole_fallback and not memo:
+                        fails.append(f"{mode} --no-module-cache: no canonical text memo report")
+                    elif memo and (int(memo.group(2)) or int(memo.group(3))):
+                        fails.append(f"{mode} --no-module-cache: of the canonical texts "
+                                     f"{memo.group(2)} were made again, not taken from the "
+                                     f"memo, and {memo.group(3)} of the memo's differ")
                 else:
                     tc.build(ptx, out, *extra, cache=False)
                 after = tc.stats()
