@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "compile/nvptx.h"
+#include "toolchain/spawn.h"
 #include "util/fs.h"
 #include "util/scratch.h"
 
@@ -271,11 +272,13 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
                                                  : NULL;
     int rc = compile_with(s, kind, text, len, ptx_path, threads, output, log, exit_code);
     /* The threads are taskcache's choice, not the user's: where the
-     * compiler fails with them, it compiles as the user asked. ptxas 13.0
+     * compiler crashes with them, it compiles as the user asked. ptxas 13.0
      * crashes (SIGSEGV) with --split-compile=0 on some modules it compiles
      * without (two kernels, one with a parameter named like a global:
-     * tests/realworld/findings/split_compile_crash.ptx). */
-    if (threads && (rc != 0 || *exit_code != 0)) {
+     * tests/realworld/findings/split_compile_crash.ptx). An error in the
+     * input is no crash (ptxas exits 255): it is reported after one
+     * compile. Nor is a compile the host cancelled (Ctrl-C). */
+    if (threads && rc == 0 && tc_exit_signal(*exit_code) && !tc_options_cancelled(s->o)) {
         tc_sb_reset(output);
         tc_sb_reset(log);
         rc = compile_with(s, kind, text, len, ptx_path, NULL, output, log, exit_code);

@@ -73,10 +73,16 @@ int tc_spawn(char *const argv[], const char *log_path, tc_sb *capture, int *exit
     return 0;
 }
 
-void tc_describe_exit(int exit_code, char *out, size_t cap)
+int tc_exit_signal(int exit_code)
 {
     int sig = exit_code - 128;
-    if (sig > 0 && sig < 65)
+    return sig > 0 && sig < 65 ? sig : 0;
+}
+
+void tc_describe_exit(int exit_code, char *out, size_t cap)
+{
+    int sig = tc_exit_signal(exit_code);
+    if (sig)
         snprintf(out, cap, "was killed by signal %d, %s", sig, strsignal(sig));
     else
         snprintf(out, cap, "failed (exit code %d)", exit_code);

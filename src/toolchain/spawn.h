@@ -19,5 +19,8 @@ int tc_spawn(char *const argv[], const char *log_path, tc_sb *capture, int *exit
 /* How a process that failed ended, for messages: "failed (exit code 1)",
  * or "was killed by signal 6, Aborted" for an exit code of 128 + a signal. */
 void tc_describe_exit(int exit_code, char *out, size_t cap);
+/* The signal that killed the program of an exit code of tc_spawn (128 +
+ * the signal), or 0 when it exited. */
+int tc_exit_signal(int exit_code);
 
 #endif

@@ -506,3 +506,35 @@ def test_both_compile_backends(tmp_path):
     p = build(str(bad), tmp_path / "bad.cubin", None, *PER_KERNEL,
               "--compiler", "inprocess", check=False)
     assert p.returncode == 1 and f"{bad}:17: error:" in p.stderr
+
+
+def test_only_a_compiler_crash_brings_a_second_compile_without_its_threads(tmp_path):
+    """taskcache adds its own thread option (--split-compile); ptxas 13.0
+    crashes with it on some modules, so a crash brings one more compile
+    without it. An error in the input does not: it is reported after one
+    compile, as ptxas alone would report it."""
+    from tchelp import PTXAS
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "ptxas"
+    # a ptxas that dies of SIGSEGV whenever it is given a thread option
+    wrapper.write_text("#!/bin/sh\n"
+                       f'echo "$*" >> "{calls}"\n'
+                       'case "$*" in *split-compile*) kill -SEGV $$ ;; esac\n'
+                       f'exec "{PTXAS}" "$@"\n')
+    wrapper.chmod(0o755)
+    base = ["--arch", ARCH, "--no-cache", "--compiler", "ptxas", "--ptxas", wrapper, "--no-split"]
+    good = os.path.join(corpus_dir(), "helpers.ptx")
+    run([TASKCACHE, "build", good, "-o", tmp_path / "a.cubin", *base])
+    def compiles():  # the version is asked first
+        return [c for c in calls.read_text().splitlines() if c != "--version"]
+    seen = compiles()
+    assert len(seen) == 2 and "split-compile" in seen[0] and "split-compile" not in seen[1]
+    assert elfsyms.kernels(str(tmp_path / "a.cubin"))
+    calls.unlink()
+    bad = tmp_path / "bad.ptx"
+    bad.write_text(".version 8.0\n.target sm_90\n.address_size 64\n"
+                   ".visible .entry k()\n{\n bra NOWHERE;\n ret;\n}\n")
+    wrapper.write_text(wrapper.read_text().replace("kill -SEGV $$", ":"))  # no crash now
+    p = run([TASKCACHE, "build", bad, "-o", tmp_path / "b.cubin", *base], check=False)
+    assert p.returncode != 0 and "bad.ptx:6: error: Unknown symbol 'NOWHERE'" in p.stderr
+    assert len(compiles()) == 1
