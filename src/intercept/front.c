@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,11 @@ enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
  * directory the program leaves). Empty: unknown. */
 static char builder_path[PATH_MAX];
 
+static void forked_child(void);
+
 __attribute__((constructor)) static void find_builder(void)
 {
+    pthread_atfork(NULL, NULL, forked_child);
     Dl_info self;
     void *here;
     CUresult (*fn)(CUlinkState) = tc_front_link_destroy;
@@ -50,6 +54,21 @@ __attribute__((constructor)) static void find_builder(void)
 
 static const tc_jit_api *api; /* NULL: not loaded (yet, or it could not be) */
 static int tried, noted;      /* a load was tried; its failure was logged */
+static int loading;           /* loads under way */
+static int mid_load;          /* this process was forked during one */
+
+int tc_front_forked_mid_load(void) { return mid_load; }
+
+/* A child forked while another thread was loading the builder has a copy
+ * of the loader in the middle of it (the library mapped, not relocated):
+ * it must not touch the builder. The driver gets its calls. */
+static void forked_child(void)
+{
+    if (__atomic_load_n(&loading, __ATOMIC_RELAXED) && !__atomic_load_n(&api, __ATOMIC_RELAXED)) {
+        loading = 0;
+        tried = noted = mid_load = 1;
+    }
+}
 
 /* The builder's functions, or NULL with why. */
 static const tc_jit_api *load_builder(char *why, size_t cap)
@@ -88,7 +107,9 @@ static const tc_jit_api *builder(void)
         return NULL;
     if (!__atomic_load_n(&tried, __ATOMIC_ACQUIRE)) {
         char why[PATH_MAX + 128];
+        __atomic_add_fetch(&loading, 1, __ATOMIC_ACQ_REL);
         const tc_jit_api *a = load_builder(why, sizeof why);
+        __atomic_sub_fetch(&loading, 1, __ATOMIC_ACQ_REL);
         if (a)
             __atomic_store_n(&api, a, __ATOMIC_RELEASE);
         else if (!__atomic_exchange_n(&noted, 1, __ATOMIC_ACQ_REL))

@@ -106,6 +106,8 @@ CUresult tc_front_link_add_file(int v, CUlinkState state, CUjitInputType type,
                                 void **values);
 CUresult tc_front_link_complete(CUlinkState state, void **cubin, size_t *size);
 CUresult tc_front_link_destroy(CUlinkState state);
+/* 1 in a child forked while another thread was loading the builder */
+int tc_front_forked_mid_load(void);
 
 /* libc_sym.c: a function of the C library, found in its symbol table (the
  * real dlsym and dlvsym, which the interceptor replaces), or NULL. */

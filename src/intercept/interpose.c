@@ -285,7 +285,8 @@ static void rebind(void)
     void *(*v)(void *, const char *, const char *) = dlvsym;
     memcpy(&a, &s, sizeof a);
     memcpy(&b, &v, sizeof b);
-    if (tc_intercept_enabled())
+    /* the loader's list lock of a child forked mid-load stays taken */
+    if (tc_intercept_enabled() && !tc_front_forked_mid_load())
         tc_rebind_lookups(a, b);
 }
 

@@ -438,3 +438,56 @@ def test_run_command_line(tmp_path):
     assert p.returncode == 0 and p.stdout.strip() == str(lib.resolve()), p.stdout
     p = subprocess.run([TASKCACHE, "help", "run"], capture_output=True, text=True)
     assert p.returncode == 0 and "Quadrants" in p.stdout
+
+
+# A builder that takes its time in its constructor, inside dlopen, and
+# must not be used before that ends (a builder used half-loaded, its
+# relocations not all done, crashed a child forked meanwhile).
+SLOW_BUILDER = r"""
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+typedef const void *(*bind_fn)(unsigned, const void *(*)(void), int);
+static bind_fn real_bind;
+static volatile int ready;
+__attribute__((constructor)) static void slow(void)
+{
+    struct timespec t = {0, 600 * 1000000L};
+    nanosleep(&t, NULL);
+    void *h = dlopen(getenv("REAL_BUILDER"), RTLD_NOW | RTLD_LOCAL);
+    void *s = h ? dlsym(h, "tc_jit_bind") : NULL;
+    memcpy(&real_bind, &s, sizeof real_bind);
+    ready = 1;
+}
+const void *tc_jit_bind(unsigned abi, const void *(*real)(void), int mode)
+{
+    if (!ready)
+        abort();
+    return real_bind ? real_bind(abi, real, mode) : NULL;
+}
+"""
+
+
+def test_a_child_forked_while_the_builder_loads_leaves_it_to_the_driver(tmp_path, ptx):
+    """A thread's first PTX load is loading the builder when the program
+    forks: the child has the builder half loaded and no thread to finish
+    it. Its PTX goes to the driver (it runs, as without taskcache); the
+    parent's thread gets taskcache's cubin."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    lib_dir = tmp_path / "slow"
+    lib_dir.mkdir()
+    shutil.copy(LIB, lib_dir / LIB.name)
+    src = tmp_path / "slow_builder.c"
+    src.write_text(SLOW_BUILDER)
+    run_tool([cc, "-shared", "-fPIC", "-O1", src, "-o", lib_dir / "libtaskcache_jit.so", "-ldl"])
+    run = Run(tmp_path)
+    env = {"TASKCACHE_INTERCEPT_LIB": str(lib_dir / LIB.name),
+           "REAL_BUILDER": str(BUILD / "libtaskcache_jit.so")}
+    p = run("linked", "forkmid", 200, ptx, env=env)
+    assert "child exit 0" in p.stdout, p.stdout + p.stderr
+    loads = [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData ")]
+    assert sorted(loads) == ["ELF", "PTX"], p.fake  # the parent's, and the child's

@@ -23,6 +23,8 @@
  *   linkfile FILE     the same with cuLinkAddFile
  *   threads N FILE... N threads, each loading every FILE with cuModuleLoadData
  *   fork FILE         loads FILE, forks; the child loads it again
+ *   forkmid MS FILE   a thread loads FILE while the program forks MS ms
+ *                     later; the child loads it too
  *   chdir DIR ACTION  changes to DIR first, then does ACTION
  * OPTION: maxreg opt lineinfo target threads verbose cache fma split wall (JIT
  * options with that value), logs=1 (info and error log buffers and the wall
@@ -38,6 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,6 +379,25 @@ int main(int argc, char **argv)
         int status = 0;
         waitpid(pid, &status, 0);
         printf("child %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        failures += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    } else if (!strcmp(action, "forkmid")) {
+        /* a fork while another thread is in its first PTX load (which
+         * loads the interceptor's builder) */
+        pthread_t t;
+        pthread_create(&t, NULL, load_all, argv + 4);
+        struct timespec pause = {0, atol(argv[3]) * 1000000L};
+        nanosleep(&pause, NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20); /* a hang is a failure, not a stuck test */
+            load_all(argv + 4);
+            _exit(failures ? 1 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        pthread_join(t, NULL);
+        printf("child %s %d\n", WIFEXITED(status) ? "exit" : "signal",
+               WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         failures += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     } else {
         fprintf(stderr, "jit_client: unknown action %s\n", action);
