@@ -2,6 +2,7 @@
  * interceptor (libtaskcache_intercept.so) preloaded, so that the PTX it
  * hands the CUDA driver is built by taskcache, per kernel, cached. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -71,6 +72,28 @@ static int find_library(char *out, size_t cap)
     return -1;
 }
 
+static const void *no_driver(void) { return NULL; }
+
+/* Why the builder beside the interceptor does not load and bind as the
+ * interceptor will load it (src/intercept/front.c), or NULL when it does:
+ * its ABI number and
+ * the build mode are those of src/intercept/intercept.h, which the
+ * command line does not include (tests/e2e/test_intercept.py runs every
+ * program under `taskcache run` and fails on this warning). Binding here
+ * only sets the builder's state in this process, which CMD replaces. */
+static const char *builder_unusable(const char *builder)
+{
+    void *h = dlopen(builder, RTLD_LAZY | RTLD_LOCAL);
+    if (!h)
+        return dlerror();
+    void *sym = dlsym(h, "tc_jit_bind");
+    const void *(*bind)(unsigned, const void *(*)(void), int);
+    memcpy(&bind, &sym, sizeof bind);
+    if (!sym || !bind(1u /* TC_JIT_ABI */, no_driver, 1 /* TC_INTERCEPT_BUILD */))
+        return "not this taskcache's builder: another version?";
+    return NULL;
+}
+
 int tc_cli_run(int argc, char **argv)
 {
     int i = 0;
@@ -124,11 +147,16 @@ int tc_cli_run(int argc, char **argv)
              slash ? (int)(slash - lib + 1) : 0, lib);
     /* TASKCACHE_INTERCEPT=0 (off, no: src/intercept/common.c) needs no
      * builder: every call goes to the driver anyway */
-    const char *mode = getenv("TASKCACHE_INTERCEPT");
+    const char *mode = getenv("TASKCACHE_INTERCEPT"), *why;
     int off = mode && (!strcmp(mode, "0") || !strcmp(mode, "off") || !strcmp(mode, "no"));
-    if (!off && access(builder, R_OK) != 0)
+    if (!off && access(builder, R_OK) != 0) {
         fprintf(stderr, "taskcache run: warning: %s is missing: the driver will compile the "
                         "program's PTX\n", builder);
+    } else if (!off && (why = builder_unusable(builder)) != NULL) {
+        /* the interceptor would say so only in its --log */
+        fprintf(stderr, "taskcache run: warning: cannot use %s (%s): the driver will compile the "
+                        "program's PTX\n", builder, why);
+    }
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(len);

@@ -72,6 +72,9 @@ class Run:
         p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
         if check:
             assert p.returncode == 0, p.stdout + p.stderr
+        if under_taskcache and "TASKCACHE_INTERCEPT_LIB" not in (env or {}):
+            # the builder beside the interceptor loads and binds (src/cli/run.c)
+            assert "taskcache run: warning" not in p.stderr, p.stderr
         p.fake = fake_log.read_text().splitlines() if fake_log.exists() else []
         p.log = tc_log.read_text().splitlines() if tc_log.exists() else []
         return p
@@ -355,6 +358,22 @@ def test_without_its_builder_the_interceptor_leaves_everything_to_the_driver(tmp
     why = [l for l in p.log if "cannot load the builder" in l]
     assert len(why) == 1 and "libtaskcache_jit.so" in why[0], p.log
     assert not (run.cache / "stats").exists() or stats(run.cache)["driver_built"] == 0
+
+
+def test_a_builder_that_does_not_bind_is_named_by_taskcache_run(tmp_path, ptx):
+    """A builder beside the interceptor that is not this taskcache's (a
+    leftover of another version, a file of that name): the program runs,
+    the driver compiles its PTX, and `taskcache run` says why on its own
+    standard error (the interceptor says so only in its log)."""
+    run = Run(tmp_path)
+    lib_dir = tmp_path / "other"
+    lib_dir.mkdir()
+    (lib_dir / LIB.name).write_bytes(LIB.read_bytes())
+    (lib_dir / "libtaskcache_jit.so").write_bytes((FAKE_DIR / "libcuda.so.1").read_bytes())
+    p = run("linked", "load", ptx, env={"TASKCACHE_INTERCEPT_LIB": str(lib_dir / LIB.name)})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert (f"warning: cannot use {lib_dir}/libtaskcache_jit.so (not this taskcache's builder"
+            in p.stderr), p.stderr
 
 
 def test_trace_names_every_call_that_reaches_the_interceptor(tmp_path, ptx):
