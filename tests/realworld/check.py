@@ -8,7 +8,10 @@ CUDA, numba-cuda, Triton) and the NVRTC modules generated at test time:
   * taskcache builds it in three modes (default, which is whole-program
     units; --relocatable-units; --unit-cost 1), each cold (empty cache), warm (must be a module record
     hit), with --no-module-cache (unit records only) and with --no-cache:
-    every tier must be byte-identical to that mode's cold build;
+    every tier must be byte-identical to that mode's cold build, and the
+    --no-module-cache build must take every canonical text from the memo
+    the cold build kept, each equal to the text made again
+    (TASKCACHE_TEST_CANON_MEMO=check, src/pipeline/canon_memo.h);
   * every image holds exactly the whole build's kernels, every one of its
     variables, and as many objects of each variable as the whole build
     (compiler-named constants such as $str, which taskcache renames to
