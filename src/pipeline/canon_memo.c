@@ -67,7 +67,7 @@ static int decode(const char *payload, size_t len, memo_text **out, size_t *coun
     uint32_t tag;
     const unsigned char *p;
     size_t flen;
-    int rc;
+    int rc; /* left at 1 by a break: a text that does not hold refuses the payload whole */
     while ((rc = tc_field_next(&r, &tag, &p, &flen)) == 1) {
         if (tag != TC_F_CANON_TEXT)
             continue;
