@@ -110,10 +110,10 @@ static tc_status cache_stats(tc_cache *c, tc_stats *out, tc_error *err)
     out->max_size = tc_store_max_size(c->store);
     uint64_t counts[TC_REC_KINDS];
     tc_store_count(c->store, counts, &out->disk_bytes);
-    out->unit_records = counts[0];
-    out->module_records = counts[1];
-    out->task_records = counts[2];
-    out->group_records = counts[3];
+    out->unit_records = counts[TC_REC_UNIT - 1];
+    out->module_records = counts[TC_REC_MODULE - 1];
+    out->task_records = counts[TC_REC_TASK - 1];
+    out->group_records = counts[TC_REC_GROUP - 1];
     return TC_OK;
 }
 

@@ -410,13 +410,7 @@ int tc_store_shared(const tc_store *st) { return st->shared; }
 
 static char kind_dir(uint32_t kind)
 {
-    switch (kind) {
-    case TC_REC_MODULE: return 'm';
-    case TC_REC_TASK: return 't';
-    case TC_REC_GROUP: return 'g';
-    case TC_REC_CANON: return 'c';
-    default: return 'u';
-    }
+    return kind >= 1 && kind <= TC_REC_KINDS ? TC_STORE_KIND_DIRS[kind - 1] : 'u';
 }
 
 int tc_store_writable(const tc_store *st) { return st->rootfd >= 0 && !st->readonly; }

@@ -164,7 +164,12 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
 /* Removes every record. 0 or -1. */
 int tc_store_clear(tc_store *st);
 
-/* Counts records on disk: units, modules, tasks, groups; and their bytes. */
+/* The directory of each record kind, kind k's at index k - 1:
+ * <root>/v1/<target>/<letter>/<2 hex>/<62 hex>, and the same on remotes. */
+#define TC_STORE_KIND_DIRS "umtgc"
+
+/* Counts records on disk, at index kind - 1: units, modules, tasks,
+ * groups, canonical texts; and their bytes. */
 void tc_store_count(tc_store *st, uint64_t counts[TC_REC_KINDS], uint64_t *bytes);
 
 typedef struct tc_gc_result {

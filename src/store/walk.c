@@ -32,7 +32,7 @@ typedef struct walk_item {
     int64_t mtime_ns;
     uint64_t size;
     char rel[96];       /* "<target>/<kind>/<shard>/<name>" under v1 */
-    int kind;
+    int kind;           /* TC_REC_* - 1 */
     int planted;        /* named like a record, but a link or special file */
 } walk_item;
 
@@ -74,18 +74,6 @@ static int open_sub(const walk *w, int fd, const char *name)
     if (sub < 0 && w->clean && fstatat(fd, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && planted(&s))
         unlinkat(fd, name, 0);
     return sub;
-}
-
-static int kind_index(char k)
-{
-    switch (k) {
-    case 'u': return 0;
-    case 'm': return 1;
-    case 't': return 2;
-    case 'g': return 3;
-    case 'c': return 4;
-    default: return -1;
-    }
 }
 
 static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
@@ -158,9 +146,8 @@ static int walk_store(tc_store *st, walk *w)
         int tfd = open_sub(w, dirfd(targets), t->d_name);
         if (tfd < 0)
             continue;
-        static const char kinds[] = "umtgc";
-        for (int k = 0; k < TC_REC_KINDS; k++) {
-            char kd[2] = {kinds[k], 0};
+        for (int k = 0; k < TC_REC_KINDS; k++) { /* kind k + 1 */
+            char kd[2] = {TC_STORE_KIND_DIRS[k], 0};
             int kfd = open_sub(w, tfd, kd);
             if (kfd < 0)
                 continue;
@@ -177,8 +164,8 @@ static int walk_store(tc_store *st, walk *w)
                 if (sfd < 0)
                     continue;
                 char prefix[64];
-                snprintf(prefix, sizeof prefix, "%.24s/%c/%.8s", t->d_name, kinds[k], sh->d_name);
-                walk_shard(w, sfd, prefix, kind_index(kinds[k]));
+                snprintf(prefix, sizeof prefix, "%.24s/%s/%.8s", t->d_name, kd, sh->d_name);
+                walk_shard(w, sfd, prefix, k);
             }
             closedir(shards);
         }
@@ -283,8 +270,6 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
     memset(&w, 0, sizeof w);
     if (walk_store(st, &w) != 0)
         return -1;
-    static const uint32_t kinds[TC_REC_KINDS] = {TC_REC_UNIT, TC_REC_MODULE, TC_REC_TASK,
-                                                  TC_REC_GROUP, TC_REC_CANON};
     for (size_t i = 0; i < w.n; i++) {
         /* rel = target/kind/shard/name: the key is shard + name */
         const char *slash = strrchr(w.items[i].rel, '/');
@@ -301,7 +286,7 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
         size_t n;
         int b = 0;
         if (!w.items[i].planted &&
-            tc_store_get(st, target, kinds[w.items[i].kind], &key, 0, &p, &n, &b)) {
+            tc_store_get(st, target, (uint32_t)w.items[i].kind + 1, &key, 0, &p, &n, &b)) {
             free(p);
             continue;
         }
