@@ -75,12 +75,12 @@ static int find_library(char *out, size_t cap)
 static const void *no_driver(void) { return NULL; }
 
 /* Why the builder beside the interceptor does not load and bind as the
- * interceptor will load it (src/intercept/front.c), or NULL when it does:
- * its ABI number and
- * the build mode are those of src/intercept/intercept.h, which the
- * command line does not include (tests/e2e/test_intercept.py runs every
- * program under `taskcache run` and fails on this warning). Binding here
- * only sets the builder's state in this process, which CMD replaces. */
+ * interceptor will load it (src/intercept/front.c), or NULL when it does.
+ * The ABI number and the build mode are those of src/intercept/intercept.h,
+ * which the command line does not include (tests/e2e/test_intercept.py
+ * runs every program under `taskcache run` and fails on this warning).
+ * Binding here only sets the builder's state in this process, which CMD
+ * replaces. */
 static const char *builder_unusable(const char *builder)
 {
     void *h = dlopen(builder, RTLD_LAZY | RTLD_LOCAL);
@@ -149,13 +149,13 @@ int tc_cli_run(int argc, char **argv)
      * builder: every call goes to the driver anyway */
     const char *mode = getenv("TASKCACHE_INTERCEPT"), *why;
     int off = mode && (!strcmp(mode, "0") || !strcmp(mode, "off") || !strcmp(mode, "no"));
-    if (!off && access(builder, R_OK) != 0) {
-        fprintf(stderr, "taskcache run: warning: %s is missing: the driver will compile the "
-                        "program's PTX\n", builder);
-    } else if (!off && (why = builder_unusable(builder)) != NULL) {
-        /* the interceptor would say so only in its --log */
-        fprintf(stderr, "taskcache run: warning: cannot use %s (%s): the driver will compile the "
-                        "program's PTX\n", builder, why);
+    if (!off) {
+        if (access(builder, R_OK) != 0)
+            fprintf(stderr, "taskcache run: warning: %s is missing: the driver will compile "
+                            "the program's PTX\n", builder);
+        else if ((why = builder_unusable(builder)) != NULL) /* else only in its --log */
+            fprintf(stderr, "taskcache run: warning: cannot use %s (%s): the driver will "
+                            "compile the program's PTX\n", builder, why);
     }
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
