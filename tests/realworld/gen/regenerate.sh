@@ -7,7 +7,9 @@
 #
 # GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton (default: all),
 # quadrants (only on a machine with a GPU and "pip install quadrants", or
-# with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there).
+# with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there), xla
+# (only on a machine with a GPU and JAX for CUDA, or with XLA_PTX=DIR naming
+# the folder gen_xla.py wrote).
 # Needs: nvcc (CUDA 13.0) for nvcc-*; clang-19 (apt) for clang-cccl;
 # numba-cuda (pip "numba-cuda[cu13]") for numba; triton (pip) for triton;
 # llm.c sources in $LLMC_DIR, else cloned from GitHub at the pinned commit.
@@ -127,8 +129,22 @@ gen_quadrants() {
         | tail -1 >"$corpus/quadrants/VERSION"
 }
 
+gen_xla() {
+    # XLA compiles for the GPU it finds: run gen_xla.py on a GPU machine,
+    # then point XLA_PTX at the folder it wrote
+    echo "== XLA through JAX (LLVM NVPTX and Triton, needs a GPU)"
+    local out=${XLA_PTX:-}
+    if [ -z "$out" ]; then
+        out=$tmp/xla
+        python3 "$here/xla/gen_xla.py" "$tmp/xla-work" "$out" ||
+            { echo "regenerate: XLA could not compile for CUDA here (no GPU?)"; return 1; }
+    fi
+    for f in "$out"/*.ptx; do store xla "$f"; done
+    cp "$out/VERSION" "$corpus/xla/VERSION"   # written by gen_xla.py
+}
+
 gens=("$@")
-[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)   # quadrants: on a GPU
+[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)   # quadrants, xla: on a GPU
 for g in "${gens[@]}"; do
     case $g in
         nvcc-cccl) gen_nvcc_cccl ;;
@@ -137,6 +153,7 @@ for g in "${gens[@]}"; do
         numba) gen_numba ;;
         triton) gen_triton ;;
         quadrants) gen_quadrants ;;
+        xla) gen_xla ;;
         *) echo "regenerate: unknown generator $g" >&2; exit 2 ;;
     esac
 done
