@@ -35,7 +35,9 @@
 #       hand it none here, are checked for identical results):
 #       tests/gpu/intercept_check.py (Quadrants comes as wheels; a JIT that
 #       is not installed is reported, not failed)
-# STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept.
+#   (j) XLA (JAX) compiling through taskcache ptxas: tests/gpu/xla_ptxas_check.py
+# STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
+# xla.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
 # the taskcache builds of (a) with their cache expectations (gpu_run
@@ -122,7 +124,7 @@ COMMON=(--work "$WORK" --log "$LOG" --start "$START")
 
 summary_and_exit() {
     local skipped_steps=()
-    for s in identity realworld sass timing first python bench triton intercept; do
+    for s in identity realworld sass timing first python bench triton intercept xla; do
         skipped "$s" && skipped_steps+=("$s")
     done
     # the table is printed last; the files in $OUT are collected first
@@ -137,8 +139,8 @@ summary_and_exit() {
     [ -f "$WORK/timing.txt" ] && cp "$WORK/timing.txt" "$OUT/timing.txt"
     [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
     [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
-    # the tables of (g), (h) and (i), one file
-    for f in realworld.log triton.log intercept.log; do
+    # the tables of (g), (h), (i) and (j), one file
+    for f in realworld.log triton.log intercept.log xla.log; do
         [ -f "$WORK/$f" ] && { echo "==== $f"; cat "$WORK/$f"; }
     done > "$OUT/checks.txt"
     [ -s "$OUT/checks.txt" ] || rm -f "$OUT/checks.txt"
@@ -452,6 +454,21 @@ else
     tail_log "$WORK/intercept.log" 30
     case $irc in 0) res=PASS ;; 2) res=INCOMPLETE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(i) taskcache run" "$res" "exit $irc; $(grep -c PROBLEM "$WORK/intercept.log") problem(s), $(grep -c 'not installed' "$WORK/intercept.log") JIT(s) missing; table in checks.txt" 1
+fi
+
+# ---- (j) XLA through taskcache ptxas ------------------------------------------------------------
+if skipped xla; then say "(j) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(j) XLA via taskcache ptxas" "DRY" "needs a GPU" 0
+else
+    say "(j) XLA (JAX) through taskcache ptxas"
+    timeout -k 10 "$(( $(left) > 200 ? 180 : $(left) > 40 ? $(left) - 20 : 20 ))" \
+        python3 tests/gpu/xla_ptxas_check.py --taskcache "$TASKCACHE" --out "$WORK" \
+        > "$WORK/xla.log" 2>&1
+    xrc=$?
+    cat "$WORK/xla.log" >> "$LOG"
+    tail_log "$WORK/xla.log" 12
+    case $xrc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(j) XLA via taskcache ptxas" "$res" "$(grep -E '^(ptxas|first|second) ' "$WORK/xla.log" | awk '{print $1 ": " $4 " built, " $5 " hits, " $6 " compiled"}' | tr '\n' ';')" 1
 fi
 
 summary_and_exit

@@ -167,6 +167,40 @@ class Runner:
         return out
 
 
+def check_runs(runs, reference, hint):
+    """The checks every tool's run through taskcache ptxas must pass: the
+    reference run, `first` (an empty taskcache cache) and `second` (the
+    cache of `first`) give identical results; `first` built through
+    taskcache and handed nothing but --version to NVIDIA's ptxas; `second`
+    built the same modules and compiled nothing. Problems, as text."""
+    if len(runs) != 3:
+        return []
+    problems = []
+    if len({x["hash"] for x in runs.values()}) != 1:
+        problems.append(f"results differ between {reference} and taskcache ptxas")
+    if runs["first"]["built"] == 0:
+        problems.append(f"the first run built nothing through taskcache ({hint})")
+    if runs["first"]["handed_over"]:
+        problems.append(f"commands handed to ptxas: {runs['first']['handed_over'][:3]}")
+    second = runs["second"]
+    if second["compiled"] or second["hits"] != second["built"]:
+        problems.append(f"the second process compiled: {second['built'] - second['hits']} of "
+                        f"{second['built']} builds were not module record hits, "
+                        f"{second['compiled']} units compiled")
+    if runs["second"]["built"] != runs["first"]["built"]:
+        problems.append("the second process did not build the same modules")
+    return problems
+
+
+def print_runs(runs, problems):
+    print(f"{'run':<10} {'program':>9} {'wall':>7} {'builds':>7} {'hits':>5} {'compiled':>9}  hash")
+    for k, x in runs.items():
+        print(f"{k:<10} {x['seconds']:>8.2f}s {x['wall']:>6.1f}s {x['built']:>7} {x['hits']:>5} "
+              f"{x['compiled']:>9}  {x['hash'][:16]}")
+    for p in problems:
+        print(f"   PROBLEM: {p}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--taskcache", required=True, help="the taskcache program")
@@ -200,18 +234,8 @@ def main():
         runs["second"] = r.run("second", via)
     except Exception as e:
         problems.append(str(e))
-    if len(runs) == 3:
-        if len({x["hash"] for x in runs.values()}) != 1:
-            problems.append("results differ between Triton's ptxas and taskcache ptxas")
-        if runs["first"]["built"] == 0:
-            problems.append("the first run built nothing through taskcache (is TRITON_PTXAS_PATH "
-                            f"used by Triton {runs['first']['triton']}?)")
-        if runs["first"]["handed_over"]:
-            problems.append(f"commands handed to ptxas: {runs['first']['handed_over'][:3]}")
-        if runs["second"]["compiled"] or runs["second"]["hits"] != runs["second"]["built"]:
-            problems.append(f"the second process compiled {runs['second']['compiled']} units")
-        if runs["second"]["built"] != runs["first"]["built"]:
-            problems.append("the second process did not build the same kernels")
+    problems += check_runs(runs, "bundled", f"is TRITON_PTXAS_PATH used by Triton "
+                           f"{runs.get('first', {}).get('triton')}?")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "triton_ptxas.json"), "w") as f:
         json.dump({"ptxas": theirs, "problems": problems,
@@ -219,12 +243,7 @@ def main():
                             for k, x in runs.items()}}, f, indent=1)
     print("\n== Triton through TRITON_PTXAS_PATH=taskcache ptxas (fresh processes, empty "
           "Triton caches)")
-    print(f"{'run':<10} {'program':>9} {'wall':>7} {'builds':>7} {'hits':>5} {'compiled':>9}  hash")
-    for k, x in runs.items():
-        print(f"{k:<10} {x['seconds']:>8.2f}s {x['wall']:>6.1f}s {x['built']:>7} {x['hits']:>5} "
-              f"{x['compiled']:>9}  {x['hash'][:16]}")
-    for p in problems:
-        print(f"   PROBLEM: {p}")
+    print_runs(runs, problems)
     shutil.rmtree(r.work, ignore_errors=True)
     return 1 if problems else 0
 

@@ -4,8 +4,10 @@
 Runs a few programs of the kinds people hand to `jax.jit` (a training step
 of a small MLP with Adam, a transformer block's forward and backward pass, a
 particle simulation in a `fori_loop`, and a mix of sorts, scans, scatters
-and random numbers) and keeps the PTX that XLA hands ptxas for them, in
-OUTDIR, named after the program. XLA compiles its PTX itself, in the
+and random numbers) and keeps PTX that XLA hands ptxas for them in OUTDIR:
+the largest module of each kind of kernel in KEEP, named after the kind.
+The programs (PROGRAMS) also serve tests/gpu/xla_ptxas_check.py. XLA
+compiles its PTX itself, in the
 process, and dumps none of it (`--xla_dump_to` writes HLO only here), so
 this turns XLA's in-process compiler and linker off and puts a `ptxas` in
 the first folder XLA searches, `sys.prefix/bin`: a script that copies each
@@ -27,38 +29,9 @@ import os
 import re
 import sys
 
-WORK, OUT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-CUDA = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-SHIM = os.path.join(sys.prefix, "bin", "ptxas")
-
-
-def install_shim():
-    """sys.prefix/bin/ptxas: keeps each PTX input in WORK, then runs ptxas."""
-    if os.path.lexists(SHIM):
-        sys.exit(f"gen_xla: {SHIM} exists; run this where XLA finds the toolkit's ptxas")
-    os.makedirs(WORK, exist_ok=True)
-    with open(SHIM, "w") as f:
-        f.write("#!/bin/sh\n"
-                "for a in \"$@\"; do\n"
-                "  if [ -f \"$a\" ] && grep -q '^[[:space:]]*\\.version' \"$a\"; then\n"
-                f"    cp \"$a\" \"{WORK}/$(date +%s%N).ptx\"\n"
-                "  fi\n"
-                "done\n"
-                f"exec \"{CUDA}/bin/ptxas\" \"$@\"\n")
-    os.chmod(SHIM, 0o755)
-    atexit.register(os.remove, SHIM)
-
-
-install_shim()
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                           " --xla_gpu_enable_libnvptxcompiler=false"
-                           " --xla_gpu_enable_libnvjitlink=false").strip()
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
+import jax
+import jax.numpy as jnp
+from jax import lax
 
 
 def mlp_adam():
@@ -186,19 +159,52 @@ KEEP = ["sort", "gemm_fusion_dot", "gemm_fusion_dot_general", "fusion",
         "input_concatenate_fusion"]
 
 
+def install_ptxas(work, cuda):
+    """sys.prefix/bin/ptxas, the first folder XLA searches: a script that
+    keeps each PTX input in work, then runs cuda/bin/ptxas. Removed at exit."""
+    shim = os.path.join(sys.prefix, "bin", "ptxas")
+    if os.path.lexists(shim):
+        sys.exit(f"gen_xla: {shim} exists; run this where XLA finds the toolkit's ptxas")
+    os.makedirs(work, exist_ok=True)
+    with open(shim, "w") as f:
+        f.write("#!/bin/sh\n"
+                "for a in \"$@\"; do\n"
+                "  if [ -f \"$a\" ] && grep -q '^[[:space:]]*\\.version' \"$a\"; then\n"
+                f"    cp \"$a\" \"{work}/$(date +%s%N).ptx\"\n"
+                "  fi\n"
+                "done\n"
+                f"exec \"{cuda}/bin/ptxas\" \"$@\"\n")
+    os.chmod(shim, 0o755)
+    atexit.register(os.remove, shim)
+
+
+def use_ptxas_processes():
+    """XLA runs ptxas (and nvlink) instead of its in-process compiler and
+    linker. XLA reads XLA_FLAGS when its backend starts: before the first
+    computation, not at `import jax`."""
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               " --xla_gpu_enable_libnvptxcompiler=false"
+                               " --xla_gpu_enable_libnvjitlink=false").strip()
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax.config.update("jax_enable_compilation_cache", False)
+
+
 def kind(text):
     m = re.search(rb"\.entry\s+([\w$]+)", text)
     return re.sub(r"[_\d]+$", "", m.group(1).decode()) if m else "no_kernel"
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
+    work, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    install_ptxas(work, os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    use_ptxas_processes()
+    os.makedirs(out, exist_ok=True)
     print("jax", jax.__version__, "on", jax.devices()[0].device_kind)
     largest = {}
     for prog in PROGRAMS:
-        before = set(glob.glob(os.path.join(WORK, "*.ptx")))
+        before = set(glob.glob(os.path.join(work, "*.ptx")))
         jax.block_until_ready(prog())
-        made = sorted(set(glob.glob(os.path.join(WORK, "*.ptx"))) - before)
+        made = sorted(set(glob.glob(os.path.join(work, "*.ptx"))) - before)
         print(f"{prog.__name__}: {len(made)} modules handed to ptxas")
         for path in made:
             text = open(path, "rb").read()
@@ -206,12 +212,12 @@ def main():
             if (k in KEEP or k == "no_kernel") and len(text) > len(largest.get(k, b"")):
                 largest[k] = text
     for k, text in sorted(largest.items()):
-        with open(os.path.join(OUT, f"{k}.ptx"), "wb") as f:
+        with open(os.path.join(out, f"{k}.ptx"), "wb") as f:
             f.write(text)
         kernels = len(re.findall(rb"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s", text, re.M))
         print(f"{k}.ptx: {kernels} kernel(s), {len(text)} bytes")
     import jaxlib  # noqa: E402  (its version, for VERSION)
-    with open(os.path.join(OUT, "VERSION"), "w") as f:
+    with open(os.path.join(out, "VERSION"), "w") as f:
         f.write(f"jax {jax.__version__} jaxlib {jaxlib.__version__} "
                 f"({jax.devices()[0].device_kind})\n")
     missing = [k for k in KEEP if k not in largest]
