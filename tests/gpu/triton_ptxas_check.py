@@ -201,12 +201,17 @@ def print_runs(runs, problems):
         print(f"   PROBLEM: {p}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc, missing):
+    """The command line of a ptxas check: --taskcache, --out, --need."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--taskcache", required=True, help="the taskcache program")
     ap.add_argument("--out", default=".")
-    ap.add_argument("--need", action="store_true", help="a missing Triton or torch fails")
-    a = ap.parse_args()
+    ap.add_argument("--need", action="store_true", help=f"a missing {missing} fails")
+    return ap.parse_args()
+
+
+def main():
+    a = arguments(__doc__, "Triton or torch")
     try:
         import torch  # noqa: F401
         import triton  # noqa: F401

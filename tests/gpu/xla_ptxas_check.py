@@ -36,7 +36,6 @@ missing (reported, not failed: --need to fail).
   python3 tests/gpu/xla_ptxas_check.py --taskcache build/taskcache [--out DIR]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -46,7 +45,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN_XLA = os.path.join(HERE, "..", "realworld", "gen", "xla")
 sys.path.insert(0, HERE)
-from triton_ptxas_check import Runner, check_runs, print_runs  # noqa: E402
+from triton_ptxas_check import Runner, arguments, check_runs, print_runs  # noqa: E402
 
 PROGRAM = r'''
 import hashlib, json, os, sys, time
@@ -66,11 +65,7 @@ print(json.dumps({"seconds": time.time() - t0, "hash": h.hexdigest(), "jax": jax
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--taskcache", required=True, help="the taskcache program")
-    ap.add_argument("--out", default=".")
-    ap.add_argument("--need", action="store_true", help="a missing JAX or GPU fails")
-    a = ap.parse_args()
+    a = arguments(__doc__, "JAX or GPU")
     probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices('gpu')[0])"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
