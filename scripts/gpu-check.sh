@@ -25,7 +25,7 @@
 #       and once with whole-program units
 #   (f) tests/gpu/python_gpu_demo.py, when it exists (informational)
 #   (g) the real-world corpus (tests/realworld: nvcc, clang, NVRTC, numba,
-#       Triton and Quadrants PTX) run with generic arguments under the
+#       Triton, Quadrants and XLA PTX) run with generic arguments under the
 #       whole-module image and taskcache's images in every build mode:
 #       tests/gpu/realworld_identity.py
 #   (h) Triton compiling through TRITON_PTXAS_PATH=taskcache ptxas:
