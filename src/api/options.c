@@ -1,20 +1,20 @@
 /* options: tc_options, the settings of a build (see taskcache.h). */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api/handles.h"
 #include "compile/nvptx.h"
+#include "util/pool.h"
 
 tc_options *tc_options_new(void)
 {
     tc_options *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    o->jobs = n > 0 ? (int)n : 1;
+    o->jobs = tc_pool_cpus(INT_MAX);
     o->module_tier = o->unit_tier = o->split = 1;
     const char *c = getenv("TASKCACHE_COMPILER");
     if (c && !strcmp(c, "ptxas"))

@@ -134,8 +134,16 @@ int tc_pool_run_range(size_t n, int jobs, tc_pool_step (*run)(void *ctx, size_t 
     return rc;
 }
 
+static long online_cpus;
+static pthread_once_t online_once = PTHREAD_ONCE_INIT;
+
+/* glibc reads /sys/devices/system/cpu/online at every call: once per
+ * process, not once per record read (a relink reads 50 or more) */
+static void count_online(void) { online_cpus = sysconf(_SC_NPROCESSORS_ONLN); }
+
 int tc_pool_cpus(int at_most)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    pthread_once(&online_once, count_online);
+    long cpus = online_cpus;
     return cpus < 1 ? 1 : cpus > at_most ? at_most : (int)cpus;
 }
