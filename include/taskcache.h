@@ -392,6 +392,14 @@ typedef enum tc_output {
 } tc_output;
 TC_API tc_status tc_options_set_output(tc_options *opts, tc_output output);
 
+/* The build stands for one ptxas command line (what `taskcache ptxas`
+ * does): a module compiled whole gets the compiler options given and none
+ * of taskcache's own (by default it adds --split-compile=0, a compiler
+ * thread on every CPU, which gives the same code but may order the
+ * image's symbols otherwise), so that the file is the one that command
+ * line writes, but for the tool note. Part of the module key. Default 0. */
+TC_API tc_status tc_options_set_exact_whole(tc_options *opts, int on);
+
 /* A flag the host raises (sets nonzero) to cancel the builds made with
  * these options, from any thread or from a signal handler; it must
  * outlive them. tc_build_tasks checks it before it starts, before each

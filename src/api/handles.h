@@ -34,6 +34,7 @@ struct tc_options {
     tc_compiler compiler;
     tc_unit_code unit_code;
     tc_output output;
+    int exact_whole;       /* tc_options_set_exact_whole */
     const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
     int driver_load;       /* not public: the build stands in for a driver load (`taskcache
                               run`) and counts as one in the statistics */

@@ -145,6 +145,12 @@ tc_status tc_options_set_output(tc_options *o, tc_output output)
     return TC_OK;
 }
 
+tc_status tc_options_set_exact_whole(tc_options *o, int on)
+{
+    o->exact_whole = on != 0;
+    return TC_OK;
+}
+
 tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
 {
     o->cancel = flag;

@@ -262,6 +262,7 @@ static tc_options *build_options(const px_args *a, const char *real)
         tc_options_set_compiler(o, TC_COMPILER_PTXAS);
     if (a->compile_only)
         tc_options_set_output(o, TC_OUTPUT_OBJECT);
+    tc_options_set_exact_whole(o, 1); /* ptxas's own file, to the byte but the tool note */
     const char *jobs = getenv("TASKCACHE_JOBS");
     if (jobs && atoi(jobs) > 0)
         tc_options_set_jobs(o, atoi(jobs));
@@ -298,6 +299,10 @@ static const char *build(const px_args *a, const char *real)
     tc_error err;
     if (!ptx) {
         why = "the input cannot be read";
+        goto done;
+    }
+    if (memchr(ptx, '\0', len)) { /* ptxas stops there, with an error */
+        why = "the input holds a NUL byte";
         goto done;
     }
     /* a cache that cannot be opened is no reason to fail: build without */

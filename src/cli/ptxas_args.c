@@ -116,13 +116,14 @@ static void parse_options_file(parse *p, const char *path, int depth)
     }
     for (size_t i = 0; word && i <= len && !p->a->pass; i++) {
         char c = i < len ? text[i] : ' ';
-        if (c == '\\' || c == '\0') {
-            pass(p, "options file '%s' holds a backslash or a NUL byte", path);
+        if (c == '\\' || c == '\0' || c == '\f' || c == '\v') {
+            /* ptxas does not split words at \f or \v as C's isspace does */
+            pass(p, "options file '%s' holds a backslash, a NUL byte, a form feed or a "
+                    "vertical tab", path);
         } else if (c == '"') {
             quoted = !quoted;
             in_word = 1;
-        } else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-                               c == '\v')) {
+        } else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
             if (in_word) {
                 char *s = own(p, word, w);
                 char **grown = s ? realloc(words, (nwords + 1) * sizeof *words) : NULL;

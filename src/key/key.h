@@ -12,7 +12,7 @@
 /* Version of the slicing and unit-grouping rules: part of module keys,
  * because it decides which objects a module is linked from. Unit keys need
  * no such field: they hash the very text that is compiled. */
-#define TC_SLICER_VERSION 5
+#define TC_SLICER_VERSION 6
 
 typedef struct tc_keyctx {
     const char *target;       /* "sm_90" */

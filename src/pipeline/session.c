@@ -132,7 +132,10 @@ static int compiler_major(const tc_session *s)
  * the CPUs): the output is a function of the input, whatever the machine.
  * A relocatable (-c) compile does not get it: there the option changes
  * the code. Not for a compiler older than the one this was checked with,
- * nor when the options ask for a split-compile of their own. */
+ * nor when the options ask for a split-compile of their own, nor for a
+ * build that stands for a ptxas command line (tc_options_set_exact_whole):
+ * against no option at all, the symbols of some images come in another
+ * order (the code is the same). */
 #define EWP_THREADS_OPTION "--split-compile=2"
 #define WHOLE_THREADS_OPTION "--split-compile=0"
 #define THREADS_SINCE 13
@@ -153,7 +156,7 @@ static void choose_threads(tc_session *s)
     s->ewp_threads = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM
                          ? compiler_threads(s, EWP_THREADS_OPTION)
                          : NULL;
-    s->whole_threads = compiler_threads(s, WHOLE_THREADS_OPTION);
+    s->whole_threads = s->o->exact_whole ? NULL : compiler_threads(s, WHOLE_THREADS_OPTION);
 }
 
 tc_status tc_session_use_ptxas(tc_session *s)

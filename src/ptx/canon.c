@@ -376,9 +376,16 @@ int tc_canon_name_constants(const tc_ptx_module *m, const uint32_t *rank, tc_can
         const tc_ptx_sym *y = &m->syms[i];
         if (is_anonymous(m, y))
             count++;
-        else if (y->len >= sizeof TC_CANON_PREFIX && !memcmp(y->name, TC_CANON_PREFIX "A", 6))
-            return 0; /* a symbol keeps a name of the kind given here */
     }
+    /* A name of the kind given here anywhere in the text (a symbol, but
+     * also a register or parameter, which would capture a reference to the
+     * renamed constant): the constants keep their own names. */
+    static const char given_prefix[] = TC_CANON_PREFIX "A";
+    for (const char *at = m->src, *end = m->src + m->len;
+         (at = memchr(at, '$', (size_t)(end - at))) != NULL; at++)
+        if ((size_t)(end - at) >= sizeof given_prefix - 1 &&
+            !memcmp(at, given_prefix, sizeof given_prefix - 1))
+            return 0;
     if (!count)
         return 0;
     const uint32_t none = UINT32_MAX;

@@ -782,8 +782,14 @@ static void drop_label_uses(parser *p, const tc_ptx_stmt *st, const tc_map *labe
     size_t keep = st->ref_begin;
     for (size_t i = st->ref_begin; i < m->nrefs; i++) {
         const tc_ptx_sym *y = &m->syms[m->refs[i].sym];
-        if (m->refs[i].how == TC_REF_USE && tc_map_get(labels, y->name, y->len))
+        if (m->refs[i].how == TC_REF_USE && tc_map_get(labels, y->name, y->len)) {
+            /* ptxas takes the name for the label or for the symbol by the
+             * instruction (bra: the label; mov: the variable); the units'
+             * texts would have to decide it the same way */
+            whole(m, "the function at line %u has a label named like the module symbol "
+                  "'%.*s' and uses that name", st->line, (int)y->len, y->name);
             continue;
+        }
         m->refs[keep++] = m->refs[i];
     }
     m->nrefs = keep;
@@ -826,6 +832,38 @@ static int finish_rename(const rename_check *r, const tc_map *labels)
     return r->rename;
 }
 
+/* The operands of a .loc, token by token (PTX ISA: ".loc file line
+ * column", then any of ", function_name LABEL [+ OFFSET]" and ", inlined_at
+ * file line column"). The body walker ends a .loc with its line; a
+ * statement after the operands on that line would be taken for more
+ * operands, its declarations and calls unseen: such a module is compiled
+ * whole (LOC_OTHER). */
+enum { LOC_FILE, LOC_LINE, LOC_COLUMN, LOC_DONE, LOC_CLAUSE, LOC_LABEL, LOC_AFTER_LABEL,
+       LOC_OFFSET, LOC_AT_FILE, LOC_AT_LINE, LOC_AT_COLUMN, LOC_OTHER };
+
+static int loc_next(int state, const tc_tok *t)
+{
+    int num = t->kind == TK_NUM, comma = tc_tok_punct(t, ',');
+    switch (state) {
+    case LOC_FILE: case LOC_LINE: case LOC_AT_FILE: case LOC_AT_LINE:
+        return num ? state + 1 : LOC_OTHER;
+    case LOC_COLUMN: case LOC_AT_COLUMN: case LOC_OFFSET:
+        return num ? LOC_DONE : LOC_OTHER;
+    case LOC_DONE:
+        return comma ? LOC_CLAUSE : LOC_OTHER;
+    case LOC_CLAUSE:
+        return tc_tok_is(t, "function_name") ? LOC_LABEL
+               : tc_tok_is(t, "inlined_at")  ? LOC_AT_FILE
+                                             : LOC_OTHER;
+    case LOC_LABEL:
+        return t->kind == TK_IDENT ? LOC_AFTER_LABEL : LOC_OTHER;
+    case LOC_AFTER_LABEL:
+        return comma ? LOC_CLAUSE : tc_tok_punct(t, '+') ? LOC_OFFSET : LOC_OTHER;
+    default:
+        return LOC_OTHER;
+    }
+}
+
 /* Walks the function whose body starts at the current token ('{') and
  * records what it references: module symbols named outside the scope of
  * the function's own declarations, as calls or as uses of an address or
@@ -842,7 +880,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
      * name (ptxas: "used in a preceding .loc directive") */
     tc_map locs = {0};
     uint32_t loc_line = 0, pragma_line = 0, nnum = 0, triple[3] = {0, 0, 0};
-    int in_inlined = 0;
+    int in_inlined = 0, loc_state = LOC_DONE;
     tc_map labels = {0};   /* the function's labels */
     rename_check rn;
     memset(&rn, 0, sizeof rn);
@@ -861,6 +899,10 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
         else if (b.inlined)
             oom(p);
         if (loc_line && t->line == loc_line) {
+            loc_state = loc_next(loc_state, t);
+            if (loc_state == LOC_OTHER)
+                whole(p->m, "line %u: something follows the operands of a .loc on its line",
+                      t->line);
             if (t->kind == TK_NUM && nnum < 3)
                 triple[nnum++] = (uint32_t)strtoul(t->p, NULL, 0);
             if (tc_tok_is(t, "inlined_at") || (t->kind == TK_NUM && nnum == 3)) {
@@ -885,6 +927,9 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
         case TC_BODY_OPCODE:
             if (tc_tok_is(t, ".loc")) {
                 want_file = 1;
+                loc_state = loc_line == t->line ? LOC_OTHER : LOC_FILE;
+                if (loc_state == LOC_OTHER)
+                    whole(p->m, "line %u: two .loc directives on one line", t->line);
                 loc_line = t->line;
                 nnum = 0;
                 in_inlined = 0;

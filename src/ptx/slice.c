@@ -346,8 +346,18 @@ static int classify(tc_slicer *s, char *whybuf, size_t whylen)
         }
         if (y->kind == TC_SYM_FUNC && !y->is_entry && y->def >= 0 && !called[i]) {
             uint8_t l = m->stmts[y->def].linkage;
-            if (l == TC_LINK_VISIBLE || l == TC_LINK_WEAK)
+            if (l == TC_LINK_VISIBLE || l == TC_LINK_WEAK) {
                 s->md[i] = 1;
+            } else if (!s->md[i]) {
+                /* In no unit's closure, it would be compiled nowhere, and
+                 * an error in it, which fails the whole-module build,
+                 * would pass unseen. Generators do not leave such
+                 * functions (none in the real-world corpus). */
+                free(called);
+                return why(whybuf, whylen, "function '%.*s' is never called or referenced "
+                           "(split, it would be compiled, and checked, nowhere)",
+                           (int)y->len, y->name);
+            }
         }
         /* Variables a function declares in .global, .const or .shared
          * are one object per module (per block for .shared), shared by

@@ -152,3 +152,23 @@ def test_a_module_for_ptxas_instead_is_cached_as_ptxas_output(tmp_path):
     assert out.read_bytes() == image
     s = stats(cache)
     assert (s["module_hits"], s["module_records"]) == (1, 1), s
+
+
+def test_an_error_in_a_function_nothing_calls_fails_the_split_build_too(tmp_path):
+    """Whole-module ptxas compiles, and so checks, every function; units
+    hold what their kernels call. A module with a function nothing calls
+    is compiled whole, so its error fails the build as it fails ptxas's."""
+    kernels = "".join(f".visible .entry k{i}(.param .u64 p)\n{{\n .reg .b64 %rd<2>;\n"
+                      f" ld.param.u64 %rd1, [p];\n st.global.u32 [%rd1], {i};\n ret;\n}}\n"
+                      for i in range(4))
+    src = tmp_path / "m.ptx"
+    src.write_text(".version 8.0\n.target sm_90\n.address_size 64\n" + kernels +
+                   ".func unused()\n{\n .reg .b32 %r<2>;\n ld.global.u32 %r1, [nowhere];\n"
+                   " ret;\n}\n")
+    line = src.read_text().splitlines().index(" ld.global.u32 %r1, [nowhere];") + 1
+    for extra in ([], ["--unit-cost", "1"]):
+        p = build(str(src), tmp_path / "o.cubin", str(tmp_path / "cache"), *extra, check=False)
+        assert p.returncode == 1, p.stderr
+        assert f"{src}:{line}: error: " in p.stderr and "nowhere" in p.stderr, p.stderr
+        assert "never called" in p.stderr
+        assert not (tmp_path / "o.cubin").exists()

@@ -65,10 +65,12 @@ def test_builds_the_cubin_taskcache_build_builds_then_serves_it(tmp_path, env):
     src = tmp_path / "m.ptx"
     src.write_text(kernels_ptx(12))
     ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "a.cubin"))
-    # the same as the library's build of the module, compiled by processes
-    # of that ptxas (not the in-process compiler)
-    tc("build", src, "-o", tmp_path / "b.cubin", "--arch", ARCH, "--no-cache", "--ptxas", PTXAS,
-       "--compiler", "ptxas", env=env)
+    # 12 small kernels fit in one unit: the module is compiled whole, by
+    # that ptxas (not the in-process compiler) with the options given and
+    # none of taskcache's own: ptxas's file, for the command taskcache
+    # gives it (ptxas records its options in the file, and taskcache
+    # always asks for -v's report; -m64, the only mode, it leaves out)
+    real(f"-arch={ARCH}", "-v", str(src), "-o", str(tmp_path / "b.cubin"))
     assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
     # a second call is one record read, and writes the same bytes
     ptxas(env, f"-arch={ARCH}", "-m64", str(src), "-o", str(tmp_path / "c.cubin"))
@@ -101,6 +103,20 @@ def test_option_spellings_and_order_make_one_key(tmp_path, env):
     # an option that changes the code is in the key
     ptxas(env, f"-arch={ARCH}", "-O1", str(src), "-o", str(tmp_path / "c.cubin"))
     assert "module record hit" not in log_lines(env)[2]
+
+
+@pytest.mark.parametrize("name", ["linkage", "names", "indirect_calls", "initializers",
+                                  "textures"])
+def test_a_module_compiled_whole_is_ptxas_own_file(tmp_path, env, name):
+    """Modules of a few kernels are compiled whole: byte for byte what ptxas
+    writes for that command (with -v, which taskcache adds), where
+    `taskcache build` would add a compiler thread per CPU (the same code,
+    but the symbols of these modules in another order)."""
+    src = ROOT / "tests" / "corpus" / "ptx" / f"{name}.ptx"
+    ptxas(env, f"-arch={ARCH}", str(src), "-o", str(tmp_path / "a.cubin"))
+    assert "kernels in 0 units" in log_lines(env)[0]
+    real(f"-arch={ARCH}", "-v", str(src), "-o", str(tmp_path / "b.cubin"))
+    assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
 
 
 def test_without_o_the_cubin_is_elf_o_as_with_ptxas(tmp_path, env):
@@ -197,14 +213,19 @@ def test_quiet_without_report_options(tmp_path, env):
     ["-arch=compute_90", "-m64", "{src}"],                  # nvcc's syntax check
     [f"-arch={ARCH}", "-c", "{undefined}", "-o", "{out}"],  # an object that does not compile
     [f"-arch={ARCH}"],
+    [f"-arch={ARCH}", "{nul}", "-o", "{out}"],             # ptxas stops at a NUL, with an error
+    ["-optf", "{formfeed}", "{src}"],                       # \f does not separate words there
 ])
 def test_the_rest_is_ptxas_own_answer(tmp_path, env, args):
     (tmp_path / "m.ptx").write_text(kernels_ptx(2))
     (tmp_path / "bad.ptx").write_text("garbage\n")
     (tmp_path / "undefined.ptx").write_text(kernels_ptx(1).replace("call.uni (b), twice",
                                                                    "call.uni (b), nowhere"))
+    (tmp_path / "nul.ptx").write_bytes(kernels_ptx(2).encode() + b"\0// more\n")
+    (tmp_path / "formfeed").write_text(f"-arch {ARCH}\f-o x.cubin\n")
     names = dict(src=tmp_path / "m.ptx", bad=tmp_path / "bad.ptx", missing=tmp_path / "no.ptx",
-                 undefined=tmp_path / "undefined.ptx")
+                 undefined=tmp_path / "undefined.ptx", nul=tmp_path / "nul.ptx",
+                 formfeed=tmp_path / "formfeed")
     for who in ("mine", "theirs"):
         (tmp_path / who).mkdir()
     mine_args = [a.format(out=tmp_path / "mine" / "x.cubin", **names) for a in args]
