@@ -5,6 +5,7 @@ import os
 import re
 import stat
 
+import elfsyms
 import tchelp
 from tchelp import PER_KERNEL, PTXAS, nvcc_ptx, stats
 
@@ -296,3 +297,78 @@ def test_a_constant_renamed_elsewhere_is_no_memo_hit(tmp_path, cache):
     after = slice_keys(changed, cache)
     assert after == slice_keys(changed, tmp_path / "empty")
     assert after["k_gamma"] != slice_keys(base, cache)["k_gamma"]
+
+
+# ---- names and lines a split build could misread (a review, 2026-12-02) --------------
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+STORE = (" .reg .b64 %rd<4>;\n .reg .b32 %r<4>;\n ld.param.u64 %rd1, [p];\n"
+         " {0}\n st.global.u32 [%rd1], %r2;\n ret;\n}}\n")
+
+
+def test_code_after_a_loc_on_its_line_compiles_the_module_whole(tmp_path):
+    """`.loc 1 2 0 .const ... tab[4] = {...};` is a .loc and a declaration:
+    split, the table went unseen (each kernel read another's table). The
+    module is compiled whole, with every kernel's code ptxas's."""
+    kernels = "".join(
+        f".visible .entry k{i}(.param .u64 p)\n{{\n"
+        f" .loc 1 {i + 2} 0 .const .align 4 .u32 tab{i}[2] = {{{i}1, {i}2}};\n" +
+        STORE.format(f"ld.const.u32 %r2, [tab{i}+4];") for i in range(3))
+    src = tmp_path / "loc.ptx"
+    src.write_text(HEAD + '.file 1 "a.cu"\n' + kernels)
+    p = tc_build(str(src), tmp_path / "o.cubin", None)
+    assert "compiled whole, not split: line 7: something follows the operands of a .loc" \
+        in p.stderr, p.stderr
+    tchelp.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "w.cubin")])
+    mine, whole = (elfsyms.sections(str(tmp_path / f)) for f in ("o.cubin", "w.cubin"))
+    for k in ("k0", "k1", "k2"):
+        assert mine[f".text.{k}"] == whole[f".text.{k}"], k
+
+
+def test_a_local_name_like_a_renamed_constant_keeps_the_constants_names(tmp_path):
+    """Compiler-named constants get names of the form $__tcA<digest>; a
+    register or parameter of that name would capture their references, so
+    such a name anywhere keeps the constants' own names."""
+    const = ".global .align 1 .b8 $str[4] = {65, 66, 67, 0};\n"
+    base = tmp_path / "named.ptx"
+    base.write_text(HEAD + const + ".visible .entry k1(.param .u64 p)\n{\n .reg .b64 %rd<4>;\n"
+                    " ld.param.u64 %rd1, [p];\n mov.u64 %rd2, $str;\n st.global.u64 [%rd1], %rd2;\n"
+                    " ret;\n}\n.visible .entry k2(.param .u64 p)\n{\n ret;\n}\n")
+    tc_build(str(base), tmp_path / "named.cubin", None)
+    names = [y[0] for y in elfsyms.symbols(str(tmp_path / "named.cubin"))
+             if y[0].startswith("$__tcA")]
+    assert names, "the constant was not renamed: the test cannot name a collision"
+    name = names[0]
+    variants = {
+        "base": "",
+        "reg": f" .reg .b64 {name};\n mov.u64 {name}, 7;\n",
+        "param": None,
+    }
+    texts = {}
+    for v, extra in variants.items():
+        params = ".param .u64 p" + (f", .param .u64 {name}" if v == "param" else "")
+        texts[v] = (HEAD + const + f".visible .entry k1({params})\n{{\n .reg .b64 %rd<4>;\n"
+                    + (extra or "") + " ld.param.u64 %rd1, [p];\n mov.u64 %rd2, $str;\n"
+                    " st.global.u64 [%rd1], %rd2;\n ret;\n}\n"
+                    ".visible .entry k2(.param .u64 p)\n{\n ret;\n}\n")
+    code = {}
+    for v, text in texts.items():
+        src = tmp_path / f"{v}.ptx"
+        src.write_text(text)
+        tc_build(str(src), tmp_path / f"{v}.cubin", None)
+        code[v] = elfsyms.sections(str(tmp_path / f"{v}.cubin"))[".text.k1"]
+        relocs = elfsyms.sections(str(tmp_path / f"{v}.cubin")).get(".rela.text.k1", b"")
+        assert relocs, f"{v}: k1 takes no address: the constant's reference was captured"
+    assert code["reg"] == code["base"] == code["param"]
+
+
+def test_a_label_named_like_a_module_variable_compiles_the_module_whole(tmp_path):
+    """ptxas reads `mov %rd2, g` as the variable g though the function has
+    a label g; split, the name was taken for the label and the build failed."""
+    src = tmp_path / "label.ptx"
+    src.write_text(HEAD + ".global .align 8 .u64 g = 5;\n"
+                   ".visible .entry k1(.param .u64 p)\n{\n .reg .b64 %rd<4>;\n"
+                   " ld.param.u64 %rd1, [p];\n mov.u64 %rd2, g;\n st.global.u64 [%rd1], %rd2;\n"
+                   "g:\n ret;\n}\n.visible .entry k2(.param .u64 p)\n{\n ret;\n}\n")
+    p = tc_build(str(src), tmp_path / "o.cubin", None)
+    assert "label named like the module symbol 'g'" in p.stderr, p.stderr
