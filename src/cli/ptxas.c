@@ -193,6 +193,10 @@ static void print_diagnostics(const tc_result *r, const char *name)
                     fprintf(stderr, "ptxas warning : %.*s\n", (int)(left - 9), kind + 9);
                 continue;
             }
+            if (!numbered && left > 6 && !strncmp(kind, "info: ", 6)) {
+                fprintf(stderr, "ptxas info    : %.*s\n", (int)(left - 6), kind + 6);
+                continue;
+            }
             if (left > 6 && !strncmp(kind, "note: ", 6)) {
                 note("%.*s", (int)n, line);
                 continue;

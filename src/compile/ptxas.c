@@ -126,6 +126,29 @@ void tc_ptxas_parse_resources(const char *log, size_t len,
         fn(ctx, name, nlen, &res);
 }
 
+/* ptxas's numbered advice ("ptxas info    : (C7511) Potential Performance
+ * Loss: ..."), which it prints without -v, as "input: info: (C7511) ...";
+ * the rest of its info lines are -v's report, made from the records. The
+ * line the advice names ("around line 20") is mapped like an error's. */
+static void advice(const char *line, size_t n, const tc_text *map, const char *input_name,
+                   tc_sb *out)
+{
+    const char *msg = find_in(line, n, ": (C");
+    if (!msg || msg + 4 >= line + n || msg[4] < '0' || msg[4] > '9')
+        return;
+    msg += 2;
+    size_t mlen = (size_t)(line + n - msg);
+    const char *at = find_in(msg, mlen, "around line ");
+    const char *num = at ? at + strlen("around line ") : NULL;
+    char *after = NULL;
+    uint32_t l = num ? (uint32_t)strtoul(num, &after, 10) : 0;
+    if (!map || !num || after == num)
+        tc_sb_printf(out, "%s: info: %.*s\n", input_name, (int)mlen, msg);
+    else
+        tc_sb_printf(out, "%s: info: %.*s%u%.*s\n", input_name, (int)(num - msg), msg,
+                     tc_text_map_line(map, l), (int)(line + n - after), after);
+}
+
 size_t tc_ptxas_diagnostics(const char *log, size_t len, const tc_text *map,
                             const char *input_name, tc_sb *out)
 {
@@ -135,8 +158,12 @@ size_t tc_ptxas_diagnostics(const char *log, size_t len, const tc_text *map,
         size_t n = line_len(p, end);
         const char *line = p;
         p += n + (p + n < end);
-        if (n < 6 || memcmp(line, "ptxas ", 6) != 0 || find_in(line, n, "ptxas info"))
+        if (n < 6 || memcmp(line, "ptxas ", 6) != 0)
             continue;
+        if (find_in(line, n, "ptxas info")) {
+            advice(line, n, map, input_name, out);
+            continue;
+        }
         /* "ptxas FILE, line N; error   : MESSAGE" or "ptxas fatal   : MESSAGE" */
         const char *colon = find_in(line, n, ": ");
         if (!colon)

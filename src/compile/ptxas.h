@@ -57,8 +57,9 @@ void tc_ptxas_parse_resources(const char *log, size_t len,
 
 /* Turns ptxas's error and warning lines into "input:LINE: error: msg"
  * lines, mapping line numbers through `map` (NULL: the compiled text is the
- * input itself). Informational lines are dropped. Returns the number of
- * errors found. */
+ * input itself). Of the informational lines only ptxas's numbered advice
+ * is kept ("input: info: (C7511) ..."); -v's report is not. Returns the
+ * number of errors found. */
 size_t tc_ptxas_diagnostics(const char *log, size_t len, const tc_text *map,
                             const char *input_name, tc_sb *out);
 

@@ -27,9 +27,10 @@ static int module_tier(const tc_ptx_job *j) { return j->s->store && j->s->o->mod
 
 static int decode_module(void *ctx, char **payload, size_t len)
 {
-    tc_result *r = ctx;
+    tc_session *s = ctx;
+    tc_result *r = s->r;
     size_t units = 0;
-    if (tc_payload_decode_module(payload, len, r, &units) != 0)
+    if (tc_payload_decode_module(payload, len, r, s->name, &units) != 0)
         return -1;
     r->report.module_hit = 1;
     r->report.split = r->whole_reason == NULL;
@@ -38,12 +39,12 @@ static int decode_module(void *ctx, char **payload, size_t len)
     return 0;
 }
 
-static void undo_module(void *ctx) { tc_result_clear(ctx); }
+static void undo_module(void *ctx) { tc_result_clear(((tc_session *)ctx)->r); }
 
 static int module_hit(tc_ptx_job *j)
 {
     return tc_session_read_record(j->s, TC_REC_MODULE, &j->module_key, 1, decode_module,
-                                  undo_module, j->s->r);
+                                  undo_module, j->s);
 }
 
 static void store_module(tc_ptx_job *j)
@@ -54,7 +55,7 @@ static void store_module(tc_ptx_job *j)
     for (size_t i = 0; i < j->nunits; i++)
         keys[i] = j->units[i].u.key;
     tc_sb p = TC_SB_INIT;
-    tc_payload_encode_module(j->s->r, keys, j->nunits, &j->warnings, &p);
+    tc_payload_encode_module(j->s->r, keys, j->nunits, &j->warnings, j->s->name, &p);
     tc_session_write_record(j->s, TC_REC_MODULE, &j->module_key, &p);
     tc_sb_free(&p);
     free(keys);

@@ -151,8 +151,41 @@ void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const
 
 /* ---- module records ------------------------------------------------------------- */
 
+/* The warnings of a build of the input `name` ("NAME:12: warning: ...")
+ * without the name (":12: warning: ..."): a module record serves the same
+ * text under any name, and its warnings are replayed under the name of the
+ * build that reads it. */
+static void put_warnings(tc_sb *out, const tc_sb *warnings, const char *name)
+{
+    size_t nlen = strlen(name);
+    tc_sb t = TC_SB_INIT;
+    for (const char *d = warnings->data, *end = d + warnings->len; d < end;) {
+        const char *nl = memchr(d, '\n', (size_t)(end - d));
+        size_t n = nl ? (size_t)(nl + 1 - d) : (size_t)(end - d);
+        size_t cut = nlen && n > nlen && !memcmp(d, name, nlen) && d[nlen] == ':' ? nlen : 0;
+        tc_sb_append(&t, d + cut, n - cut);
+        d += n;
+    }
+    if (!t.oom)
+        tc_field_put(out, TC_F_LOG, t.data, t.len);
+    tc_sb_free(&t);
+}
+
+/* The record's warnings under this build's name (put_warnings). */
+static void replay_warnings(tc_result *r, const char *f, size_t len, const char *name)
+{
+    for (const char *d = f, *end = f + len; d < end;) {
+        const char *nl = memchr(d, '\n', (size_t)(end - d));
+        size_t n = nl ? (size_t)(nl + 1 - d) : (size_t)(end - d);
+        if (*d == ':')
+            tc_sb_append(&r->diag, name, strlen(name));
+        tc_sb_append(&r->diag, d, n);
+        d += n;
+    }
+}
+
 void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, size_t n,
-                              const tc_sb *warnings, tc_sb *out)
+                              const tc_sb *warnings, const char *name, tc_sb *out)
 {
     tc_field_put(out, TC_F_IMAGE, r->image, r->image_len);
     put_entries(out, r->entries, r->nentries);
@@ -161,7 +194,7 @@ void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, si
     if (r->whole_reason)
         tc_field_put(out, TC_F_WHOLE_REASON, r->whole_reason, strlen(r->whole_reason));
     if (warnings && warnings->len)
-        tc_field_put(out, TC_F_LOG, warnings->data, warnings->len);
+        put_warnings(out, warnings, name);
 }
 
 /* The image field img (len bytes inside the payload *p) as a buffer of
@@ -176,7 +209,7 @@ static char *take_image(char **p, const unsigned char *img, size_t len)
     return buf;
 }
 
-int tc_payload_decode_module(char **p, size_t n, tc_result *r, size_t *units)
+int tc_payload_decode_module(char **p, size_t n, tc_result *r, const char *name, size_t *units)
 {
     *units = 0;
     if (alloc_entries(*p, n, &r->entries) != 0)
@@ -204,7 +237,7 @@ int tc_payload_decode_module(char **p, size_t n, tc_result *r, size_t *units)
             memcpy(r->whole_reason, f, len);
             r->whole_reason[len] = '\0';
         } else if (tag == TC_F_LOG) {
-            tc_sb_append(&r->diag, f, len);
+            replay_warnings(r, (const char *)f, len, name);
         }
     }
     if (rc != 0 || !img || r->diag.oom)

@@ -35,14 +35,16 @@ void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out);
 int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u);
 
 /* A module record of tc_build: the result's image and entries, the keys
- * of the units it was linked from, the warnings to replay. */
+ * of the units it was linked from, the warnings to replay, kept without
+ * the input's name (the build's: a record serves any file of that text). */
 void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, size_t n,
-                              const tc_sb *warnings, tc_sb *out);
-/* Decodes a module record into r (image, entries, whole reason, replayed
- * warnings); *units counts the unit keys it names. The image is moved to
- * the front of *p (malloc'd), which becomes r->image: *p is then NULL. On
- * -1 the caller clears r (tc_result_clear) and frees *p. */
-int tc_payload_decode_module(char **p, size_t n, tc_result *r, size_t *units);
+                              const tc_sb *warnings, const char *name, tc_sb *out);
+/* Decodes a module record into r (image, entries, whole reason, warnings
+ * replayed under `name`); *units counts the unit keys it names. The image
+ * is moved to the front of *p (malloc'd), which becomes r->image: *p is
+ * then NULL. On -1 the caller clears r (tc_result_clear) and frees *p. */
+int tc_payload_decode_module(char **p, size_t n, tc_result *r, const char *name,
+                             size_t *units);
 
 /* A module record of tc_build_tasks: the image and the ordered task keys. */
 void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,

@@ -191,6 +191,82 @@ def test_v_and_warnings_are_ptxas_lines_from_the_records(tmp_path, env):
     assert set(report(ref)) >= entries  # its -v lines read with the same reader
 
 
+WARNS = (".version 8.0\n.target sm_90\n.address_size 64\n"
+         ".visible .entry wk(.param .u64 out) .minnctapersm 4\n{\n .reg .u64 po;\n"
+         " ld.param.u64 po, [out];\n st.global.u32 [po], 1;\n ret;\n}\n"
+         ".visible .entry wk2(.param .u64 out) .maxnreg 300\n{\n .reg .u64 po;\n"
+         " ld.param.u64 po, [out];\n st.global.u32 [po], 2;\n ret;\n}\n")
+
+
+def test_a_copy_under_another_name_gets_the_warnings_under_its_name(tmp_path, env):
+    """nvcc and XLA hand ptxas a new temporary file each time: a module
+    record hit prints ptxas's warnings for the file of this command, as
+    ptxas would, not the name of the build that stored the record."""
+    for name in ("first.ptx", "second.ptx"):
+        (tmp_path / name).write_text(WARNS)
+    ptxas(env, f"-arch={ARCH}", str(tmp_path / "first.ptx"), "-o", str(tmp_path / "a.cubin"))
+    mine = ptxas(env, f"-arch={ARCH}", str(tmp_path / "second.ptx"), "-o",
+                 str(tmp_path / "b.cubin"))
+    assert "module record hit" in log_lines(env)[-1]
+    theirs = real(f"-arch={ARCH}", str(tmp_path / "second.ptx"), "-o", str(tmp_path / "c.cubin"))
+    assert "second.ptx, line" in theirs.stderr  # what this test needs of ptxas
+    assert mine.stderr == theirs.stderr
+    # the library's own builds too
+    for name in ("first.ptx", "second.ptx"):
+        p = tc("build", tmp_path / name, "-o", tmp_path / "d.cubin", "--arch", ARCH, "-v",
+               env=env)
+    assert "module record hit" in p.stderr
+    assert f"{tmp_path / 'second.ptx'}:" in p.stderr and "first.ptx" not in p.stderr
+
+
+def test_a_warning_about_the_module_comes_once_from_a_split_build(tmp_path, env):
+    """Each unit's compile says what ptxas says once of the module (the
+    register limit raised to its lower bound): printed once."""
+    src = tmp_path / "m.ptx"
+    src.write_text(kernels_ptx(40, body=200))
+    mine = ptxas(env, f"-arch={ARCH}", "-maxrregcount", "16", str(src), "-o",
+                 str(tmp_path / "a.cubin"))
+    m = re.search(r"40 kernels in (\d+) units", log_lines(env)[0])
+    assert m and int(m.group(1)) > 2
+    theirs = real(f"-arch={ARCH}", "-maxrregcount", "16", str(src), "-o", str(tmp_path / "b.cubin"))
+    assert theirs.stderr.count("lower bound") == 1
+    assert mine.stderr == theirs.stderr
+
+
+WGMMA = """.version 8.4
+.target sm_90a
+.address_size 64
+.visible .entry mma(.param .u64 p)
+{
+ .reg .f16x2 %a<4>;
+ .reg .f32 %d<4>;
+ .reg .b64 %desc;
+ wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16
+   {%d0, %d1, %d2, %d3}, {%a0, %a1, %a2, %a3}, %desc, 1, -1, -1, 1;
+ mov.f32 %d0, 0f00000000;
+ wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16
+   {%d0, %d1, %d2, %d3}, {%a0, %a1, %a2, %a3}, %desc, 1, -1, -1, 1;
+ wgmma.commit_group.sync.aligned;
+ wgmma.wait_group.sync.aligned 0;
+ ret;
+}
+"""
+
+
+def test_ptxas_advice_is_printed_as_ptxas_prints_it(tmp_path, env):
+    """Without -v ptxas still prints numbered advice ("ptxas info    :
+    (C7511) Potential Performance Loss: ..."); so does taskcache ptxas, from
+    the compile and from the record."""
+    src = tmp_path / "mma.ptx"
+    src.write_text(WGMMA)
+    theirs = real("--gpu-name", "sm_90a", "-O0", str(src), "-o", str(tmp_path / "r.o"))
+    assert "(C75" in theirs.stderr  # what this test needs of ptxas
+    for _ in range(2):  # compiled, then a module record hit
+        mine = ptxas(env, "--gpu-name", "sm_90a", "-O0", str(src), "-o", str(tmp_path / "t.o"))
+        assert mine.stderr == theirs.stderr
+    assert "module record hit" in log_lines(env)[-1]
+
+
 def test_quiet_without_report_options(tmp_path, env):
     src = tmp_path / "m.ptx"
     src.write_text(kernels_ptx(3))

@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r && copy) {
         memcpy(copy, data, size);
         size_t units;
-        (void)tc_payload_decode_module(&copy, size, r, &units);
+        (void)tc_payload_decode_module(&copy, size, r, "fuzz.ptx", &units);
         if (r->image && r->image_len > size) /* the image is a part of the payload */
             abort();
     }
