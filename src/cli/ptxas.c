@@ -292,6 +292,9 @@ static const char *build(const px_args *a, const char *real)
     const char *out = a->output ? a->output : "elf.o"; /* ptxas's default */
     if (same_file(a->input, out))
         return "the output is the input file";
+    struct stat in;
+    if (stat(a->input, &in) == 0 && !S_ISREG(in.st_mode))
+        return "the input is not a regular file (a pipe is read once: ptxas reads it)";
     tc_options *o = build_options(a, real);
     if (!o)
         return "an option the library refuses";

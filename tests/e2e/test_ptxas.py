@@ -51,8 +51,8 @@ def ptxas(env, *args, cwd=None, check=True, **kw):
     return run([EXE, "ptxas", *args], env=env, cwd=cwd, check=check, **kw)
 
 
-def real(*args, cwd=None):
-    return run([PTXAS, *args], cwd=cwd, check=False)
+def real(*args, cwd=None, **kw):
+    return run([PTXAS, *args], cwd=cwd, check=False, **kw)
 
 
 def same_answer(a, b):
@@ -312,6 +312,18 @@ def test_the_rest_is_ptxas_own_answer(tmp_path, env, args):
     assert mine.stderr == theirs.stderr.replace(str(tmp_path / "theirs"), str(tmp_path / "mine"))
     assert sorted(os.listdir(tmp_path / "mine")) == sorted(os.listdir(tmp_path / "theirs"))
     assert log_lines(env) and PTXAS in log_lines(env)[-1]  # the log says it went there
+
+
+def test_a_pipe_goes_to_ptxas_unread(tmp_path, env):
+    """A pipe can be read once: ptxas reads it, and gives its own answer
+    (here its syntax error), which a build that failed could not."""
+    text = kernels_ptx(1).replace(" ret;", " garbage_token\n ret;", 1)
+    mine = ptxas(env, f"-arch={ARCH}", "/dev/stdin", "-o", str(tmp_path / "a.cubin"),
+                 input=text, check=False)
+    theirs = real(f"-arch={ARCH}", "/dev/stdin", "-o", str(tmp_path / "b.cubin"), input=text)
+    assert theirs.returncode != 0 and "garbage_token" in theirs.stderr
+    assert same_answer(mine, theirs)
+    assert "not a regular file" in log_lines(env)[-1]
 
 
 def test_c_builds_ptxas_own_relocatable_object_then_serves_it(tmp_path, env):
