@@ -192,19 +192,27 @@ static int add_compiler_options(tc_options *opts, const jit_opts *o)
     return 0;
 }
 
+/* Writes log (NUL-terminated) as the driver writes an info log into a
+ * buffer of cap bytes: the whole text and its size with the NUL, or, when
+ * it does not fit, an empty text and size 0 (the driver cuts nothing). */
+static void put_log(char *buf, size_t cap, const char *log, void **size_out)
+{
+    size_t n = strlen(log);
+    if (n + 1 > cap)
+        n = 0;
+    memcpy(buf, log, n);
+    buf[n] = '\0';
+    *size_out = (void *)(uintptr_t)(n ? n + 1 : 0);
+}
+
 /* Reports back as the driver does: the info log gets the compiler's
  * warnings, the error log nothing, the wall time the milliseconds spent. */
 static void report(const jit_opts *o, void **values, const char *warnings, double seconds)
 {
     if (!values)
         return;
-    if (o->info && o->info_at >= 0 && o->info_cap) {
-        size_t n = strlen(warnings);
-        n = n < o->info_cap - 1 ? n : o->info_cap - 1;
-        memcpy(o->info, warnings, n);
-        o->info[n] = '\0';
-        values[o->info_at] = (void *)(uintptr_t)(n ? n + 1 : 0);
-    }
+    if (o->info && o->info_at >= 0 && o->info_cap)
+        put_log(o->info, o->info_cap, warnings ? warnings : "", &values[o->info_at]);
     if (o->error && o->error_at >= 0 && o->error_cap) {
         o->error[0] = '\0';
         values[o->error_at] = (void *)(uintptr_t)0;
@@ -249,32 +257,44 @@ static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap
 }
 
 /* The compiler's warnings among a build's diagnostics, for the info log,
- * as the driver writes them: "ptxas warning : TEXT", one a line, no
- * newline after the last. */
-static void warnings_of(const tc_result *r, char *out, size_t cap)
+ * as the driver writes them (the H200's driver 580): "ptxas application
+ * ptx input, line N; warning : TEXT", or "ptxas warning : TEXT" for one
+ * about no line, one a line, no newline after the last. taskcache's own
+ * warnings (a cache it cannot write) go to its log, not the program's.
+ * A malloc'd string ("" when there are none), or NULL out of memory. */
+static char *warnings_of(const tc_result *r)
 {
-    static const char prefix[] = "ptxas warning : ";
     const char *d = r ? tc_result_diagnostics(r) : "";
-    size_t n = 0;
+    size_t lines = 1;
+    for (const char *c = d; (c = strchr(c, '\n')) != NULL; c++)
+        lines++;
+    /* a line loses its input's name and gains at most the 48 bytes of
+     * "ptxas application ptx input, line ; warning : ", 20 digits, "\n" */
+    size_t cap = strlen(d) + lines * 72 + 1, n = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
     out[0] = '\0';
     while (*d) {
         size_t len = strcspn(d, "\n");
         const char *w = memmem(d, len, ": warning: ", 11);
-        if (w) {
-            const char *text = w + 11;
-            size_t tl = (size_t)(d + len - text), need = (n ? 1 : 0) + sizeof prefix - 1 + tl;
-            if (n + need + 1 > cap)
-                break;
-            if (n)
-                out[n++] = '\n';
-            memcpy(out + n, prefix, sizeof prefix - 1);
-            n += sizeof prefix - 1;
-            memcpy(out + n, text, tl);
-            n += tl;
-            out[n] = '\0';
+        if (w && strncmp(d, "taskcache: ", 11) != 0) {
+            const char *text = w + 11, *colon = memrchr(d, ':', (size_t)(w - d));
+            char *end;
+            unsigned long line = colon ? strtoul(colon + 1, &end, 10) : 0;
+            int numbered = colon && end == w && line > 0;
+            n += (size_t)snprintf(out + n, cap - n, "%s", n ? "\n" : "");
+            if (numbered)
+                n += (size_t)snprintf(out + n, cap - n, "ptxas application ptx input, line %lu; ",
+                                      line);
+            else
+                n += (size_t)snprintf(out + n, cap - n, "ptxas ");
+            n += (size_t)snprintf(out + n, cap - n, "warning : %.*s",
+                                  (int)(d + len - text), text);
         }
         d += len + (d[len] == '\n');
     }
+    return out;
 }
 
 /* Builds PTX with taskcache: an image, or for a link the relocatable
@@ -374,9 +394,9 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
         return PASS();
     }
 #undef PASS
-    char warnings[4096];
-    warnings_of(r, warnings, sizeof warnings);
+    char *warnings = warnings_of(r);
     report(&o, values, warnings, now() - t0);
+    free(warnings);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the image */
     return rc;
@@ -392,8 +412,8 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
 #define PASS() d->cuLibraryLoadData(library, code, options, values, n, lib_options, lib_values, lib_n)
     size_t len = code ? tc_ptx_length(code) : 0;
     tc_trace_load("cuLibraryLoadData", len);
-    if (!len || lib_n > 16)
-        return PASS();
+    if (!len || lib_n > 16 || (lib_n && !lib_options))
+        return PASS(); /* the driver answers what it makes of the arrays */
     double t0 = now();
     if (tc_intercept_measure()) {
         CUresult rc = PASS();
@@ -432,9 +452,9 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
         return PASS();
     }
 #undef PASS
-    char warnings[4096];
-    warnings_of(r, warnings, sizeof warnings);
+    char *warnings = warnings_of(r);
     report(&o, values, warnings, now() - t0);
+    free(warnings);
     note_built("cuLibraryLoadData", r, now() - t0);
     tc_result_free(r);
     return rc;
@@ -456,7 +476,7 @@ typedef struct session {
     jit_opts opts;           /* cuLinkCreate's: their report slots are the caller's */
     void **values;
     int passed;              /* the driver compiles this session's PTX */
-    char warnings[4096];     /* of the PTX inputs taskcache built */
+    char *warnings;          /* of the PTX inputs taskcache built (malloc'd), or NULL */
     struct session *next;
 } session;
 
@@ -511,19 +531,21 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     return rc;
 }
 
-/* Appends line to the text in buf (cap bytes), after a newline when buf
- * holds text already, as much as fits; the new length. */
-static size_t append_line(char *buf, size_t cap, const char *line)
+/* Appends text to the malloc'd *buf (NULL: empty), after a newline when
+ * both hold text. 0, or -1 out of memory (*buf unchanged). */
+static int append_text(char **buf, const char *text)
 {
-    size_t at = strlen(buf), w = strlen(line);
+    size_t at = *buf ? strlen(*buf) : 0, w = strlen(text);
     if (!w)
-        return at;
-    if (at && at + 1 < cap - 1)
-        buf[at++] = '\n';
-    w = w < cap - 1 - at ? w : cap - 1 - at;
-    memcpy(buf + at, line, w);
-    buf[at + w] = '\0';
-    return at + w;
+        return 0;
+    char *b = realloc(*buf, at + w + 2);
+    if (!b)
+        return -1;
+    if (at)
+        b[at++] = '\n';
+    memcpy(b + at, text, w + 1);
+    *buf = b;
+    return 0;
 }
 
 /* Builds a PTX input of session s and adds the object to the driver's
@@ -554,9 +576,10 @@ static int add_built(int v, session *s, const char *call, const char *ptx, size_
         tc_result_free(r);
         return 0;
     }
-    char warnings[4096];
-    warnings_of(r, warnings, sizeof warnings);
-    append_line(s->warnings, sizeof s->warnings, warnings);
+    char *warnings = warnings_of(r);
+    if (warnings)
+        (void)append_text(&s->warnings, warnings); /* no memory: a log the shorter */
+    free(warnings);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the object */
     return 1;
@@ -571,10 +594,25 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
         return CUDA_ERROR_NOT_SUPPORTED;
     session *s = find(state);
     tc_trace_link_add_data(v, type, size);
-    size_t len = s && type == CU_JIT_INPUT_PTX ? tc_ptx_length(data) : 0;
+    /* The PTX is the size bytes given: a NUL may end it earlier (as C
+     * strings carry one), but none need follow it (Rust's cust passes a
+     * slice): read no further than size, through a copy ended by a NUL. */
+    char *copy = NULL;
+    const char *text = data;
+    if (s && type == CU_JIT_INPUT_PTX && !s->passed && data && size && !memchr(data, 0, size) &&
+        (copy = malloc(size + 1)) != NULL) {
+        memcpy(copy, data, size);
+        copy[size] = '\0';
+        text = copy;
+    }
+    size_t len = s && type == CU_JIT_INPUT_PTX && (copy || (data && memchr(data, 0, size)))
+                     ? tc_ptx_length(text)
+                     : 0;
     CUresult rc;
-    if (len && len <= size && !s->passed &&
-        add_built(v, s, "cuLinkAddData", data, len, name, n, options, values, &rc))
+    int done = len && len <= size && !s->passed &&
+               add_built(v, s, "cuLinkAddData", text, len, name, n, options, values, &rc);
+    free(copy);
+    if (done)
         return rc;
     if (s && type == CU_JIT_INPUT_PTX && s->passed && tc_intercept_measure()) {
         double t0 = now(); /* the driver compiles PTX as it is added */
@@ -634,11 +672,18 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
     CUresult rc = d->cuLinkComplete(state, cubin, size);
     session *s = find(state);
     const jit_opts *o = s ? &s->opts : NULL;
-    if (rc == CUDA_SUCCESS && o && s->warnings[0] && o->info && o->info_at >= 0 && o->info_cap &&
+    if (rc == CUDA_SUCCESS && o && s->warnings && o->info && o->info_at >= 0 && o->info_cap &&
         s->values) {
-        o->info[o->info_cap - 1] = '\0'; /* the driver's log, ended where the buffer ends */
-        size_t n = append_line(o->info, o->info_cap, s->warnings);
-        s->values[o->info_at] = (void *)(uintptr_t)(n ? n + 1 : 0);
+        /* the driver's own log is as long as it says (its size, with the NUL) */
+        size_t had = (size_t)(uintptr_t)s->values[o->info_at];
+        char *log = NULL;
+        if (had > 1 && had <= o->info_cap && (log = malloc(had)) != NULL) {
+            memcpy(log, o->info, had - 1);
+            log[had - 1] = '\0';
+        }
+        if ((had <= 1 || log) && append_text(&log, s->warnings) == 0 && log)
+            put_log(o->info, o->info_cap, log, &s->values[o->info_at]);
+        free(log);
     }
     return rc;
 }
@@ -654,6 +699,8 @@ CUresult tc_jit_link_destroy(CUlinkState state)
     if (s)
         *p = s->next;
     pthread_mutex_unlock(&sessions_lock);
+    if (s)
+        free(s->warnings);
     free(s);
     return d->cuLinkDestroy ? d->cuLinkDestroy(state) : CUDA_ERROR_NOT_SUPPORTED;
 }

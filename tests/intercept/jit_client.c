@@ -30,6 +30,10 @@
  * options with that value), logs=1 (info and error log buffers and the wall
  * time); written in.OPTION=VALUE, an option of each link input.
  *
+ * JIT_CLIENT_NO_NUL=1: a link's PTX ends where readable memory ends, with
+ * no NUL after it; JIT_CLIENT_NULL_LIBOPTS=1: `library` passes a library
+ * option count of 1 with NULL arrays.
+ *
  * Prints "result N" per driver call that fails or the last one, and with
  * logs=1 "info <text>", "error <text>", "wall <ms>"; with JIT_CLIENT_MAPS=1
  * in the environment, "mapped NAME" for each of taskcache's libraries the
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +184,21 @@ static char *read_file(const char *path, size_t *len)
         *len = (size_t)n;
     }
     return d;
+}
+
+/* JIT_CLIENT_NO_NUL=1: a link's PTX as a slice of memory (Rust's cust
+ * passes one), len bytes that end where readable memory ends: reading
+ * past them faults. */
+static void *no_nul_after(const char *d, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t span = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    char *m = mmap(NULL, span + (size_t)page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m + span, (size_t)page, PROT_NONE) != 0)
+        return NULL;
+    memcpy(m + span - len, d, len);
+    return m + span - len; /* left mapped: the process ends soon */
 }
 
 /* JIT options from OPTION=VALUE arguments. */
@@ -330,6 +350,8 @@ int main(int argc, char **argv)
             check(drv.load(&m, d));
         else if (!strcmp(action, "loadex"))
             check(drv.loadex(&m, d, x.n, x.o, x.v));
+        else if (getenv("JIT_CLIENT_NULL_LIBOPTS")) /* a count with no arrays */
+            check(drv.library(&l, d, x.o, x.v, x.n, NULL, NULL, 1));
         else
             check(drv.library(&l, d, x.o, x.v, x.n, &lo, &lv, 1));
         print_logs(&x);
@@ -343,9 +365,15 @@ int main(int argc, char **argv)
             if (!d)
                 return 2;
             CUjitInputType t = d[0] == 0x7f ? CU_JIT_INPUT_CUBIN : CU_JIT_INPUT_PTX;
+            void *data = d;
+            size_t size = t == CU_JIT_INPUT_PTX ? len + 1 : len;
+            if (t == CU_JIT_INPUT_PTX && getenv("JIT_CLIENT_NO_NUL"))
+                data = no_nul_after(d, len), size = len;
+            if (!data)
+                return 2;
             if (!strcmp(action, "link"))
-                check(drv.link_add(s, t, d, t == CU_JIT_INPUT_PTX ? len + 1 : len, argv[i], in.n,
-                                   in.n ? in.o : NULL, in.n ? in.v : NULL));
+                check(drv.link_add(s, t, data, size, argv[i], in.n, in.n ? in.o : NULL,
+                                   in.n ? in.v : NULL));
             else
                 check(drv.link_file(s, t, argv[i], in.n, in.n ? in.o : NULL,
                                     in.n ? in.v : NULL));
