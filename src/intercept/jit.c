@@ -151,6 +151,10 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
             } /* CU_JIT_TARGET_FROM_CUCONTEXT: what happens anyway */
             break;
         case CU_JIT_FALLBACK_STRATEGY: /* chooses between PTX and a binary: PTX it is */
+            if (link_input) /* the H200's driver: CUDA_ERROR_INVALID_VALUE, either value */
+                snprintf(o->why, sizeof o->why, "JIT option %d for a link input",
+                         (int)options[i]);
+            break;
         case CU_JIT_FTZ:               /* these four apply to link-time optimization */
         case CU_JIT_PREC_DIV:          /* of NVVM IR only (CU_JIT_LTO), never to PTX */
         case CU_JIT_PREC_SQRT:
@@ -168,6 +172,10 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
             break;
         }
     }
+    /* a size with no buffer: the H200's driver answers CUDA_ERROR_INVALID_VALUE */
+    if (!o->why[0] && ((o->info_at >= 0 && o->info_cap && !o->info) ||
+                       (o->error_at >= 0 && o->error_cap && !o->error)))
+        snprintf(o->why, sizeof o->why, "a log buffer size with no buffer");
 }
 
 /* The compiler options the JIT options stand for. */

@@ -574,3 +574,15 @@ def test_a_library_option_count_with_no_arrays_goes_to_the_driver(tmp_path, ptx)
     theirs = run("dlsym", "library", ptx, env=env, check=False, under_taskcache=False)
     assert mine.returncode == theirs.returncode and mine.returncode >= 0, mine.stderr
     assert [l.split()[:2] for l in mine.fake] == [l.split()[:2] for l in theirs.fake]
+
+
+@pytest.mark.parametrize("args,why", [
+    (["logs=2"], "a log buffer size with no buffer"),   # the H200's driver: INVALID_VALUE
+    (["in.fallback=1"], "JIT option 10 for a link input"),  # the same, either value
+])
+def test_what_the_driver_refuses_goes_to_the_driver(tmp_path, ptx, args, why):
+    run = Run(tmp_path)
+    action = "link" if args[0].startswith("in.") else "loadex"
+    p = run("dlsym", action, ptx, *args, check=False)
+    assert any(why in l and "passed to the driver" in l or
+               why in l and "the driver compiles" in l for l in p.log), p.log

@@ -26,9 +26,10 @@
  *   forkmid MS FILE   a thread loads FILE while the program forks MS ms
  *                     later; the child loads it too
  *   chdir DIR ACTION  changes to DIR first, then does ACTION
- * OPTION: maxreg opt lineinfo target threads verbose cache fma split wall (JIT
- * options with that value), logs=1 (info and error log buffers and the wall
- * time); written in.OPTION=VALUE, an option of each link input.
+ * OPTION: maxreg opt lineinfo target threads verbose cache fma split wall
+ * fallback (JIT options with that value), logs=1 (info and error log
+ * buffers and the wall time; logs=2: the info log's size with a NULL
+ * buffer); written in.OPTION=VALUE, an option of each link input.
  *
  * JIT_CLIENT_NO_NUL=1: a link's PTX ends where readable memory ends, with
  * no NUL after it; JIT_CLIENT_NULL_LIBOPTS=1: `library` passes a library
@@ -221,7 +222,8 @@ static void parse_options(opts *x, int argc, char **argv, const char *prefix)
                  {"lineinfo", CU_JIT_GENERATE_LINE_INFO}, {"target", CU_JIT_TARGET},
                  {"threads", CU_JIT_THREADS_PER_BLOCK}, {"verbose", CU_JIT_LOG_VERBOSE},
                  {"cache", CU_JIT_CACHE_MODE},          {"fma", CU_JIT_FMA},
-                 {"split", CU_JIT_SPLIT_COMPILE},       {"wall", CU_JIT_WALL_TIME}};
+                 {"split", CU_JIT_SPLIT_COMPILE},       {"wall", CU_JIT_WALL_TIME},
+                 {"fallback", CU_JIT_FALLBACK_STRATEGY}};
     memset(x, 0, sizeof *x);
     size_t pl = strlen(prefix);
     for (int i = 0; i < argc && x->n < 10; i++) {
@@ -231,7 +233,7 @@ static void parse_options(opts *x, int argc, char **argv, const char *prefix)
         a += pl;
         unsigned long val = strtoul(eq + 1, NULL, 0);
         if (!pl && !strncmp(a, "logs=", 5)) {
-            x->logs = 1;
+            x->logs = (int)val; /* 2: the info log's size with a NULL buffer */
             continue;
         }
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -243,7 +245,7 @@ static void parse_options(opts *x, int argc, char **argv, const char *prefix)
     }
     if (x->logs) {
         x->o[x->n] = CU_JIT_INFO_LOG_BUFFER;
-        x->v[x->n++] = x->info;
+        x->v[x->n++] = x->logs == 2 ? NULL : x->info;
         x->info_at = (int)x->n;
         x->o[x->n] = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
         x->v[x->n++] = (void *)(uintptr_t)sizeof x->info;
