@@ -301,7 +301,22 @@ static tc_status build(tc_ptx_job *j)
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
     if (!explaining(j)) /* a link follows: the linker's first use, while units compile */
         tc_linker_prewarm(&s->linker, s->o->arch);
-    return tc_split_build(j);
+    st = tc_split_build(j);
+    if (st != TC_ERR_LINK || explaining(j))
+        return st;
+    /* Units the whole-module compile would accept can fail to link: a
+     * kernel whose register cap is below what a function compiled in the
+     * module data uses, an .extern variable the whole compile defines.
+     * The module is then compiled whole, as it would have been had the
+     * slicer known; its units stay cached. */
+    const char *d = s->r->diag.data ? s->r->diag.data : "";
+    const char *e = strstr(d, "error: ");
+    snprintf(why, sizeof why, "its units do not link (%.*s)",
+             e ? (int)strcspn(e + 7, "\n") : 0, e ? e + 7 : "");
+    tc_split_free(j);
+    tc_result_clear(s->r);
+    tc_sb_reset(&j->warnings);
+    return compile_whole_module(j, why, 0);
 }
 
 static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, size_t size,

@@ -372,3 +372,17 @@ def test_a_label_named_like_a_module_variable_compiles_the_module_whole(tmp_path
                    "g:\n ret;\n}\n.visible .entry k2(.param .u64 p)\n{\n ret;\n}\n")
     p = tc_build(str(src), tmp_path / "o.cubin", None)
     assert "label named like the module symbol 'g'" in p.stderr, p.stderr
+
+
+def test_units_lay_shared_variables_out_in_the_input_order(tmp_path):
+    """ptxas lays module-scope .shared variables out in declaration order;
+    declared by name in a unit, a 1 KiB-aligned array after a word made a
+    block's static shared memory 3072 bytes instead of 2064."""
+    src = tchelp.ROOT / "tests" / "realworld" / "findings" / "shared_declaration_order.ptx"
+    tc_build(str(src), tmp_path / "s.cubin", None)
+    tchelp.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "w.cubin")])
+    sizes = {f: elfsyms.section_sizes(str(tmp_path / f)) for f in ("s.cubin", "w.cubin")}
+    assert sizes["w.cubin"][".nv.shared.k1"] == 2064  # what this test is about
+    assert sizes["s.cubin"][".nv.shared.k1"] == 2064
+    mine, whole = (elfsyms.sections(str(tmp_path / f)) for f in ("s.cubin", "w.cubin"))
+    assert mine[".text.k1"] == whole[".text.k1"]
