@@ -196,37 +196,24 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts a set of symbols into name order using precomputed ranks. */
-static int sort_set(const tc_slicer *s, u32vec *set)
+/* Sorts a set of symbols into name order (precomputed ranks), or with
+ * in_input_order into the order of their statements in the input: ptxas
+ * lays module-scope .shared variables out in the order they are declared
+ * (alignment padding included), so a unit declares those in the input's
+ * order (by name, a 1 KB-aligned array after a word made a block's static
+ * shared memory 3072 bytes instead of 2064). */
+static int sort_set(const tc_slicer *s, u32vec *set, int in_input_order)
 {
     if (set->n < 2)
         return 0;
     uint64_t *k = malloc(set->n * sizeof *k);
     if (!k)
         return -1;
-    for (size_t i = 0; i < set->n; i++)
-        k[i] = (uint64_t)s->rank[set->v[i]] << 32 | set->v[i];
-    qsort(k, set->n, sizeof *k, cmp_u64);
-    for (size_t i = 0; i < set->n; i++)
-        set->v[i] = (uint32_t)k[i];
-    free(k);
-    return 0;
-}
-
-/* Sorts a set of symbols into the order of their statements in the
- * input: ptxas lays module-scope .shared variables out in the order they
- * are declared (alignment padding included), so a unit declares them in
- * the input's order, not by name (a 1 KB-aligned array after a word: a
- * block's static shared memory 3072 bytes instead of 2064). */
-static int sort_in_input_order(const tc_slicer *s, u32vec *set)
-{
-    if (set->n < 2)
-        return 0;
-    uint64_t *k = malloc(set->n * sizeof *k);
-    if (!k)
-        return -1;
-    for (size_t i = 0; i < set->n; i++)
-        k[i] = (uint64_t)(sym_stmt(s->m, set->v[i]) - s->m->stmts) << 32 | set->v[i];
+    for (size_t i = 0; i < set->n; i++) {
+        uint64_t order = in_input_order ? (uint64_t)(sym_stmt(s->m, set->v[i]) - s->m->stmts)
+                                        : s->rank[set->v[i]];
+        k[i] = order << 32 | set->v[i];
+    }
     qsort(k, set->n, sizeof *k, cmp_u64);
     for (size_t i = 0; i < set->n; i++)
         set->v[i] = (uint32_t)k[i];
@@ -1108,8 +1095,8 @@ int tc_slicer_emit_unit(tc_slicer *s, const uint32_t *idx, size_t n, tc_text *ou
     const tc_ptx_module *m = s->m;
     closure c;
     int rc = -1;
-    if (collect_entries(s, idx, n, &c) || sort_set(s, &c.vars) || sort_in_input_order(s, &c.shared) ||
-        sort_set(s, &c.efuncs) || sort_set(s, &c.copies))
+    if (collect_entries(s, idx, n, &c) || sort_set(s, &c.vars, 0) || sort_set(s, &c.shared, 1) ||
+        sort_set(s, &c.efuncs, 0) || sort_set(s, &c.copies, 0))
         goto done;
     if (emit_header(s, out))
         goto done;
