@@ -95,10 +95,11 @@ void tc_config_parse(const char *text, size_t len, tc_config *cfg)
 int tc_config_parse_duration(const char *s, long long *ms)
 {
     char *end;
-    if (!s || !*s || *s == '-' || *s == '+')
+    /* a decimal number: strtod also reads "nan", "inf" and hex */
+    if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
         return -1;
     double v = strtod(s, &end);
-    if (end == s || v < 0)
+    if (end == s || !(v >= 0)) /* NaN fails every comparison */
         return -1;
     double mult = 1000;
     if (!strcmp(end, "ms"))

@@ -129,6 +129,12 @@ static void test_durations_and_config_lines(void)
     CHECK(tc_config_parse_duration("2h", &ms) == 0 && ms == 7200000);
     CHECK(tc_config_parse_duration("-1s", &ms) == -1);
     CHECK(tc_config_parse_duration("5 s", &ms) == -1);
+    /* strtod reads these; a duration is a decimal number (fuzz_remote found
+     * "nAn" converted to long long: undefined behaviour) */
+    CHECK(tc_config_parse_duration("nAn", &ms) == -1);
+    CHECK(tc_config_parse_duration("inf", &ms) == -1);
+    CHECK(tc_config_parse_duration("infinitys", &ms) == -1);
+    CHECK(tc_config_parse_duration(".5s", &ms) == 0 && ms == 500);
     static const char conf[] = "max_size = 2G\n# a comment\n\nremote = redis://a:1|ttl=1d  # team cache\n"
                                "shared = true\n";
     tc_config cfg;
