@@ -608,6 +608,11 @@ static void parse_variable(parser *p, tc_tok first, tc_linkage linkage)
                 add_ref(p, si, &t, TC_REF_USE);
             else if (depth == 0 && !names++)
                 name = t;
+        } else if (tc_tok_is(&t, ".samplerref")) {
+            /* units that use a sampler declare it .extern, and a relocatable
+             * compile of one adds an empty init record (all 0xff) beside the
+             * module data's own: which one the driver reads is unknown */
+            whole(p->m, "line %u: a module-scope .samplerref variable", t.line);
         }
         advance(p);
     }

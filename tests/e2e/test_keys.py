@@ -386,3 +386,21 @@ def test_units_lay_shared_variables_out_in_the_input_order(tmp_path):
     assert sizes["s.cubin"][".nv.shared.k1"] == 2064
     mine, whole = (elfsyms.sections(str(tmp_path / f)) for f in ("s.cubin", "w.cubin"))
     assert mine[".text.k1"] == whole[".text.k1"]
+
+
+def test_a_module_with_samplers_is_compiled_whole(tmp_path):
+    """texmode_independent samplers: a unit that uses one declares it
+    .extern, and its relocatable compile adds an all-0xff init record beside
+    the real one (a review, 2026-12-02); such a module is compiled whole."""
+    src = tmp_path / "samplers.ptx"
+    src.write_text(".version 8.8\n.target sm_90, texmode_independent\n.address_size 64\n"
+                   ".global .texref t1;\n"
+                   ".global .samplerref smp1 = { addr_mode_0 = clamp_to_edge, "
+                   "filter_mode = linear };\n" + "".join(
+                       f".visible .entry k{i}(.param .u64 p)\n{{\n .reg .f32 %f<8>;\n"
+                       " .reg .u64 %rd<3>;\n ld.param.u64 %rd1, [p];\n"
+                       " mov.f32 %f1, 0f3F000000;\n"
+                       " tex.1d.v4.f32.f32 {%f2, %f3, %f4, %f5}, [t1, smp1, {%f1}];\n"
+                       " st.global.f32 [%rd1], %f2;\n ret;\n}\n" for i in range(2)))
+    p = tc_build(str(src), tmp_path / "o.cubin", None)
+    assert "compiled whole, not split: line 5: a module-scope .samplerref variable" in p.stderr
