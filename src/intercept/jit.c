@@ -220,7 +220,7 @@ static void report(const jit_opts *o, void **values, const char *warnings, doubl
     if (!values)
         return;
     if (o->info && o->info_at >= 0 && o->info_cap)
-        put_log(o->info, o->info_cap, warnings ? warnings : "", &values[o->info_at]);
+        put_log(o->info, o->info_cap, warnings, &values[o->info_at]);
     if (o->error && o->error_at >= 0 && o->error_cap) {
         o->error[0] = '\0';
         values[o->error_at] = (void *)(uintptr_t)0;
@@ -264,45 +264,31 @@ static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap
     return 0;
 }
 
-/* The compiler's warnings among a build's diagnostics, for the info log,
- * as the driver writes them (the H200's driver 580): "ptxas application
- * ptx input, line N; warning : TEXT", or "ptxas warning : TEXT" for one
- * about no line, one a line, no newline after the last. taskcache's own
- * warnings (a cache it cannot write) go to its log, not the program's.
- * A malloc'd string ("" when there are none), or NULL out of memory. */
-static char *warnings_of(const tc_result *r)
+/* Appends the compiler's warnings among a build's diagnostics to out, for
+ * the info log, as the driver writes them (the H200's driver 580):
+ * "ptxas application ptx input, line N; warning : TEXT", or "ptxas warning
+ * : TEXT" for one about no line, one a line, after a newline when out
+ * holds text already, no newline after the last. taskcache's own warnings
+ * (a cache it cannot write) go to its log, not the program's. */
+static void warnings_of(const tc_result *r, tc_sb *out)
 {
-    const char *d = r ? tc_result_diagnostics(r) : "";
-    size_t lines = 1;
-    for (const char *c = d; (c = strchr(c, '\n')) != NULL; c++)
-        lines++;
-    /* a line loses its input's name and gains at most the 48 bytes of
-     * "ptxas application ptx input, line ; warning : ", 20 digits, "\n" */
-    size_t cap = strlen(d) + lines * 72 + 1, n = 0;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    out[0] = '\0';
-    while (*d) {
+    for (const char *d = r ? tc_result_diagnostics(r) : ""; *d;) {
         size_t len = strcspn(d, "\n");
         const char *w = memmem(d, len, ": warning: ", 11);
         if (w && strncmp(d, "taskcache: ", 11) != 0) {
             const char *text = w + 11, *colon = memrchr(d, ':', (size_t)(w - d));
             char *end;
             unsigned long line = colon ? strtoul(colon + 1, &end, 10) : 0;
-            int numbered = colon && end == w && line > 0;
-            n += (size_t)snprintf(out + n, cap - n, "%s", n ? "\n" : "");
-            if (numbered)
-                n += (size_t)snprintf(out + n, cap - n, "ptxas application ptx input, line %lu; ",
-                                      line);
+            if (out->len)
+                tc_sb_putc(out, '\n');
+            if (colon && end == w && line > 0)
+                tc_sb_printf(out, "ptxas application ptx input, line %lu; ", line);
             else
-                n += (size_t)snprintf(out + n, cap - n, "ptxas ");
-            n += (size_t)snprintf(out + n, cap - n, "warning : %.*s",
-                                  (int)(d + len - text), text);
+                tc_sb_puts(out, "ptxas ");
+            tc_sb_printf(out, "warning : %.*s", (int)(d + len - text), text);
         }
         d += len + (d[len] == '\n');
     }
-    return out;
 }
 
 /* Builds PTX with taskcache: an image, or for a link the relocatable
@@ -402,9 +388,10 @@ CUresult tc_jit_module_load(CUmodule *module, const void *image, unsigned n,
         return PASS();
     }
 #undef PASS
-    char *warnings = warnings_of(r);
-    report(&o, values, warnings, now() - t0);
-    free(warnings);
+    tc_sb warnings = TC_SB_INIT;
+    warnings_of(r, &warnings);
+    report(&o, values, warnings.oom || !warnings.data ? "" : warnings.data, now() - t0);
+    tc_sb_free(&warnings);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the image */
     return rc;
@@ -460,9 +447,10 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
         return PASS();
     }
 #undef PASS
-    char *warnings = warnings_of(r);
-    report(&o, values, warnings, now() - t0);
-    free(warnings);
+    tc_sb warnings = TC_SB_INIT;
+    warnings_of(r, &warnings);
+    report(&o, values, warnings.oom || !warnings.data ? "" : warnings.data, now() - t0);
+    tc_sb_free(&warnings);
     note_built("cuLibraryLoadData", r, now() - t0);
     tc_result_free(r);
     return rc;
@@ -484,7 +472,7 @@ typedef struct session {
     jit_opts opts;           /* cuLinkCreate's: their report slots are the caller's */
     void **values;
     int passed;              /* the driver compiles this session's PTX */
-    char *warnings;          /* of the PTX inputs taskcache built (malloc'd), or NULL */
+    tc_sb warnings;          /* of the PTX inputs taskcache built, for the info log */
     struct session *next;
 } session;
 
@@ -539,23 +527,6 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     return rc;
 }
 
-/* Appends text to the malloc'd *buf (NULL: empty), after a newline when
- * both hold text. 0, or -1 out of memory (*buf unchanged). */
-static int append_text(char **buf, const char *text)
-{
-    size_t at = *buf ? strlen(*buf) : 0, w = strlen(text);
-    if (!w)
-        return 0;
-    char *b = realloc(*buf, at + w + 2);
-    if (!b)
-        return -1;
-    if (at)
-        b[at++] = '\n';
-    memcpy(b + at, text, w + 1);
-    *buf = b;
-    return 0;
-}
-
 /* Builds a PTX input of session s and adds the object to the driver's
  * link in its place: 1 done (*rc the driver's answer), 0 the driver must
  * have the PTX as given (the log says why). */
@@ -584,10 +555,7 @@ static int add_built(int v, session *s, const char *call, const char *ptx, size_
         tc_result_free(r);
         return 0;
     }
-    char *warnings = warnings_of(r);
-    if (warnings)
-        (void)append_text(&s->warnings, warnings); /* no memory: a log the shorter */
-    free(warnings);
+    warnings_of(r, &s->warnings);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the object */
     return 1;
@@ -606,16 +574,15 @@ CUresult tc_jit_link_add_data(int v, CUlinkState state, CUjitInputType type, voi
      * strings carry one), but none need follow it (Rust's cust passes a
      * slice): read no further than size, through a copy ended by a NUL. */
     char *copy = NULL;
-    const char *text = data;
-    if (s && type == CU_JIT_INPUT_PTX && !s->passed && data && size && !memchr(data, 0, size) &&
-        (copy = malloc(size + 1)) != NULL) {
-        memcpy(copy, data, size);
-        copy[size] = '\0';
-        text = copy;
+    const char *text = NULL;
+    if (s && type == CU_JIT_INPUT_PTX && data && size) {
+        text = data;
+        if (!memchr(data, 0, size) && (text = copy = malloc(size + 1)) != NULL) {
+            memcpy(copy, data, size);
+            copy[size] = '\0';
+        }
     }
-    size_t len = s && type == CU_JIT_INPUT_PTX && (copy || (data && memchr(data, 0, size)))
-                     ? tc_ptx_length(text)
-                     : 0;
+    size_t len = text ? tc_ptx_length(text) : 0;
     CUresult rc;
     int done = len && len <= size && !s->passed &&
                add_built(v, s, "cuLinkAddData", text, len, name, n, options, values, &rc);
@@ -680,18 +647,21 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
     CUresult rc = d->cuLinkComplete(state, cubin, size);
     session *s = find(state);
     const jit_opts *o = s ? &s->opts : NULL;
-    if (rc == CUDA_SUCCESS && o && s->warnings && o->info && o->info_at >= 0 && o->info_cap &&
-        s->values) {
-        /* the driver's own log is as long as it says (its size, with the NUL) */
+    if (rc == CUDA_SUCCESS && o && s->warnings.len && !s->warnings.oom && o->info &&
+        o->info_at >= 0 && o->info_cap && s->values) {
+        /* the driver's own log: read no further than the size it says it
+         * wrote (with the NUL) */
         size_t had = (size_t)(uintptr_t)s->values[o->info_at];
-        char *log = NULL;
-        if (had > 1 && had <= o->info_cap && (log = malloc(had)) != NULL) {
-            memcpy(log, o->info, had - 1);
-            log[had - 1] = '\0';
+        size_t n = had > 1 && had <= o->info_cap ? strnlen(o->info, had - 1) : 0;
+        tc_sb log = TC_SB_INIT;
+        if (n) {
+            tc_sb_append(&log, o->info, n);
+            tc_sb_putc(&log, '\n');
         }
-        if ((had <= 1 || log) && append_text(&log, s->warnings) == 0 && log)
-            put_log(o->info, o->info_cap, log, &s->values[o->info_at]);
-        free(log);
+        tc_sb_append(&log, s->warnings.data, s->warnings.len);
+        if (!log.oom)
+            put_log(o->info, o->info_cap, log.data, &s->values[o->info_at]);
+        tc_sb_free(&log);
     }
     return rc;
 }
@@ -708,7 +678,7 @@ CUresult tc_jit_link_destroy(CUlinkState state)
         *p = s->next;
     pthread_mutex_unlock(&sessions_lock);
     if (s)
-        free(s->warnings);
+        tc_sb_free(&s->warnings);
     free(s);
     return d->cuLinkDestroy ? d->cuLinkDestroy(state) : CUDA_ERROR_NOT_SUPPORTED;
 }

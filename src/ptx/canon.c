@@ -2,6 +2,7 @@
  * with the body walker, so renaming follows PTX's scopes: a .local buffer
  * declared in an inner block is renamed there and only there, and a name
  * declared inside a function never takes a module constant's new name. */
+#define _GNU_SOURCE /* memmem */
 #include "ptx/canon.h"
 
 #include <stdio.h>
@@ -380,12 +381,8 @@ int tc_canon_name_constants(const tc_ptx_module *m, const uint32_t *rank, tc_can
     /* A name of the kind given here anywhere in the text (a symbol, but
      * also a register or parameter, which would capture a reference to the
      * renamed constant): the constants keep their own names. */
-    static const char given_prefix[] = TC_CANON_PREFIX "A";
-    for (const char *at = m->src, *end = m->src + m->len;
-         (at = memchr(at, '$', (size_t)(end - at))) != NULL; at++)
-        if ((size_t)(end - at) >= sizeof given_prefix - 1 &&
-            !memcmp(at, given_prefix, sizeof given_prefix - 1))
-            return 0;
+    if (memmem(m->src, m->len, TC_CANON_PREFIX "A", sizeof TC_CANON_PREFIX "A" - 1))
+        return 0;
     if (!count)
         return 0;
     const uint32_t none = UINT32_MAX;
