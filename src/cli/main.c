@@ -3,13 +3,17 @@
  * the library reports. This file: the commands, help, build and explain;
  * maintain.c: the cache's upkeep; run.c: running programs under the
  * interceptor. Exit codes: 0 ok, 1 input or compile error, 2 usage. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* mallopt, madvise, sbrk */
 #include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/common.h"
 #include "cli/maintain.h"
@@ -466,8 +470,41 @@ static const char *base_name(const char *path)
  * (which use none). `taskcache run` leaves the program it runs alone. */
 static void hide_gpus(void) { setenv("CUDA_VISIBLE_DEVICES", "", 1); }
 
+/* The allocator of the tool's process, set for what a build is: tens of MB
+ * allocated, then exit. By default glibc gives each block of 128 KB or more
+ * its own mapping and unmaps it when freed, so the next such block faults
+ * its pages in again, and the heap grows 128 KB at a time: a relink of a
+ * 250-kernel module took 6,400 page faults, a fifth of its time on the
+ * 2-core machine. Blocks up to 64 MB now come from the heap and are reused,
+ * the heap grows 64 MB at a time (address space, not memory), and that span
+ * asks for 2 MB pages where transparent huge pages are given on request
+ * (the "madvise" setting), so one fault maps 512 pages. The results do not
+ * change. A user who tunes glibc's malloc (GLIBC_TUNABLES) keeps their own
+ * settings, and the library never touches its host's allocator. */
+static void tune_allocator(void)
+{
+#if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
+    const size_t step = (size_t)64 << 20, huge = (size_t)2 << 20;
+    const char *tunables = getenv("GLIBC_TUNABLES");
+    if (tunables && strstr(tunables, "glibc.malloc."))
+        return;
+    if (!mallopt(M_MMAP_THRESHOLD, (int)step) || !mallopt(M_TOP_PAD, (int)step))
+        return;
+    /* grow the heap now, to know the span to advise */
+    uintptr_t before = (uintptr_t)sbrk(0);
+    void *volatile block = malloc(256 << 10); /* volatile: the call is kept */
+    free(block);
+    uintptr_t after = (uintptr_t)sbrk(0);
+    uintptr_t lo = (before + huge - 1) & ~(uintptr_t)(huge - 1);
+    uintptr_t hi = after & ~(uintptr_t)(huge - 1);
+    if (before != (uintptr_t)-1 && hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: may be refused */
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    tune_allocator();
     /* under a name that starts with ptxas (a link made by taskcache shims;
      * Triton's ptxas-blackwell) it is ptxas */
     if (argc > 0 && !strncmp(base_name(argv[0]), "ptxas", 5)) {
