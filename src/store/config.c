@@ -43,21 +43,24 @@ static int truthy(const char *v)
     return !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes");
 }
 
-/* The value of a "remote = SPEC" line (line holds no comment any more),
- * trimmed, or NULL when the line sets something else. */
-static const char *remote_value(char *line)
+/* A "key = value" line (line holds no comment any more): *key and *value,
+ * both trimmed, the value to the end of the line ("10 G" is one value,
+ * spaces and all); 0 when the line sets nothing. */
+static int setting(char *line, char **key, char **value)
 {
-    char *p = line + strspn(line, " \t");
-    if (strncmp(p, "remote", 6) != 0)
-        return NULL;
-    p += 6 + strspn(p + 6, " \t");
-    if (*p != '=')
-        return NULL;
-    p += 1 + strspn(p + 1, " \t");
-    size_t n = strlen(p);
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r'))
-        p[--n] = '\0';
-    return p;
+    char *k = line + strspn(line, " \t");
+    size_t klen = strspn(k, "abcdefghijklmnopqrstuvwxyz_");
+    char *eq = k + klen + strspn(k + klen, " \t");
+    if (!klen || *eq != '=')
+        return 0;
+    k[klen] = '\0'; /* may be the '=' itself, which eq has passed */
+    char *v = eq + 1 + strspn(eq + 1, " \t");
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r'))
+        v[--n] = '\0';
+    *key = k;
+    *value = v;
+    return 1;
 }
 
 void tc_config_parse(const char *text, size_t len, tc_config *cfg)
@@ -73,21 +76,19 @@ void tc_config_parse(const char *text, size_t len, tc_config *cfg)
         char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
-        const char *remote = remote_value(line);
-        if (remote) {
+        char *key, *value;
+        if (!setting(line, &key, &value))
+            continue;
+        if (!strcmp(key, "remote")) {
             /* a spec too long for the buffer is kept cut, and then fails to
              * parse with a message, rather than pass for a shorter one */
-            snprintf(cfg->remote, sizeof cfg->remote, "%s", remote);
+            snprintf(cfg->remote, sizeof cfg->remote, "%s", value);
             cfg->remote_line = lineno;
-            continue;
-        }
-        char key[64], value[128];
-        if (sscanf(line, " %63[a-z_] = %127s", key, value) != 2)
-            continue;
-        if (!strcmp(key, "max_size"))
+        } else if (!strcmp(key, "max_size")) {
             tc_config_parse_size(value, &cfg->max_size);
-        else if (!strcmp(key, "shared"))
+        } else if (!strcmp(key, "shared")) {
             cfg->shared = truthy(value);
+        }
     }
     free(copy);
 }

@@ -142,6 +142,18 @@ static void test_durations_and_config_lines(void)
     tc_config_parse(conf, sizeof conf - 1, &cfg);
     CHECK_STR(cfg.remote, "redis://a:1|ttl=1d");
     CHECK(cfg.remote_line == 4 && cfg.shared && cfg.max_size == (uint64_t)2 << 30);
+    /* a value is the rest of the line: "10 G" was read as 10 bytes, and
+     * every build then evicted the whole cache (a review) */
+    static const char spaced[] = "max_size=10 G\r\nshared\t=\tyes \nremote=\n";
+    memset(&cfg, 0, sizeof cfg);
+    tc_config_parse(spaced, sizeof spaced - 1, &cfg);
+    CHECK(cfg.max_size == (uint64_t)10 << 30 && cfg.shared && cfg.remote_line == 3);
+    CHECK_STR(cfg.remote, "");
+    static const char bad[] = "max_size = 10 Gigs\nmax_size_x = 1\n = 5\nmax_size 7\n";
+    memset(&cfg, 0, sizeof cfg);
+    cfg.max_size = 123;
+    tc_config_parse(bad, sizeof bad - 1, &cfg);
+    CHECK(cfg.max_size == 123); /* nothing here is a size: the default stands */
 }
 
 /* ---- Redis Cluster ---------------------------------------------------------------- */
