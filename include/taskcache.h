@@ -225,7 +225,10 @@ TC_API tc_status tc_cache_gc(tc_cache *cache, uint64_t max_bytes, int64_t older_
 
 /* Reads every record and checks it (header, key, checksum, decompression).
  * *checked and *bad count them; with remove_bad the bad ones are deleted
- * (builds already treat them as misses and replace them).
+ * (builds already treat them as misses and replace them). Records with an
+ * HMAC are checked only when this process holds a secret
+ * (TASKCACHE_SECRET_FILE); without one they are neither counted nor
+ * deleted. Checking leaves each record's time of last use as it was.
  * @return TC_OK, or TC_ERR_IO when the records cannot be listed (the
  * directory is unreadable or not a cache), with err saying why. */
 TC_API tc_status tc_cache_verify(tc_cache *cache, int remove_bad, uint64_t *checked,

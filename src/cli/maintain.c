@@ -41,6 +41,9 @@ const char cli_usage_verify[] =
     "\n"
     "Reads every record and checks its header, key and checksum. Builds already\n"
     "treat a bad record as a miss and replace it; --remove-bad deletes them now.\n"
+    "Records authenticated with a secret are checked only with that secret\n"
+    "(TASKCACHE_SECRET_FILE); without it they are not counted and never removed.\n"
+    "Checking a record is no use of it: gc's least-recently-used order stays.\n"
     "Exit status 1 when bad records were found.\n";
 
 const char cli_usage_clear[] =

@@ -275,6 +275,14 @@ int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_diges
     return 0;
 }
 
+int tc_record_has_hmac(const void *data, size_t len)
+{
+    const unsigned char *hdr = data;
+    if (len < TC_RECORD_HEADER || memcmp(hdr, magic, 4) != 0)
+        return -1;
+    return (get32(hdr + 12) & FLAG_HMAC) != 0;
+}
+
 void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n)
 {
     tc_sb_put_u32(sb, tag);

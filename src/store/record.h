@@ -80,6 +80,11 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
                      const tc_hmac_key *mac, char **payload, size_t *plen);
 
+/* Whether data starts like a record authenticated with an HMAC (1), with a
+ * plain checksum (0), or is no record header at all (-1). The header alone
+ * is read: nothing is verified. */
+int tc_record_has_hmac(const void *data, size_t len);
+
 /* Payload fields. */
 void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n);
 

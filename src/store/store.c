@@ -482,11 +482,11 @@ static int record_dir(tc_store *st, const char *target, uint32_t kind, const tc_
 
 /* Reads a record file in dirfd: a regular file this cache trusts, no
  * larger than its kind can be (checked before reading), never through a
- * link and never blocking on a FIFO. Refreshes its modification time when
- * it is more than a minute old: the time of last use, for LRU eviction.
- * EINVAL: something is there that is not a record. */
-static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind, char **data,
-                       size_t *len)
+ * link and never blocking on a FIFO. With `use`, refreshes its
+ * modification time when it is more than a minute old: the time of last
+ * use, for LRU eviction. EINVAL: something is there that is not a record. */
+static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind, int use,
+                       char **data, size_t *len)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -506,7 +506,7 @@ static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind,
     }
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    if (now.tv_sec - s.st_mtim.tv_sec > 60)
+    if (use && now.tv_sec - s.st_mtim.tv_sec > 60)
         best_effort(futimens(fd, NULL)); /* a read-only cache still serves */
     close(fd);
     return 0;
@@ -526,7 +526,7 @@ static int local_get(tc_store *st, const char *target, uint32_t kind, const tc_d
     char *data = NULL;
     size_t n = 0;
     int hit = 0;
-    if (read_record(st, dfd, name, kind, &data, &n) == 0) {
+    if (read_record(st, dfd, name, kind, 1, &data, &n) == 0) {
         if (tc_record_decode(data, n, kind, key, tc_store_mac(st), payload, len) == 0)
             hit = 1;
         else if (bad)
@@ -537,6 +537,29 @@ static int local_get(tc_store *st, const char *target, uint32_t kind, const tc_d
     }
     close(dfd);
     return hit;
+}
+
+int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
+{
+    char name[TC_DIGEST_HEX_LEN + 1];
+    int dfd = record_dir(st, target, kind, key, name, 0);
+    if (dfd < 0)
+        return 0;
+    char *data = NULL, *payload = NULL;
+    size_t n = 0, plen;
+    int rc = 0;
+    if (read_record(st, dfd, name, kind, 0, &data, &n) == 0) {
+        int hmac = tc_record_has_hmac(data, n);
+        if (hmac == 1 && !tc_store_mac(st))
+            rc = -1; /* another's secret, or ours not given: not ours to judge */
+        else if (tc_record_decode(data, n, kind, key, hmac == 1 ? tc_store_mac(st) : NULL,
+                                  &payload, &plen) == 0)
+            rc = 1;
+        free(payload);
+        free(data);
+    }
+    close(dfd);
+    return rc;
 }
 
 /* Writes the complete record rec (len bytes) as the file of kind/key. 0,

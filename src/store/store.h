@@ -156,9 +156,17 @@ int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd);
 
 /* ---- walking every record (walk.c) ---- */
 
-/* Reads and verifies every record; counts (and with remove_bad, removes)
- * those that do not verify, special files named like records among them.
- * 0, or -1 when the cache is unusable. */
+/* Verifies the local record of kind/key without counting it as used (its
+ * time of last use stays): 1 valid, 0 invalid or absent, -1 when it cannot
+ * be judged here: authenticated with an HMAC while this store holds no
+ * secret. A plain record verifies by its checksum in a cache with a
+ * secret too (builds with the secret never read it: their keys differ). */
+int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
+
+/* Reads and verifies every record (tc_store_check); counts (and with
+ * remove_bad, removes) those that do not verify, special files named like
+ * records among them. Records it cannot judge are neither counted nor
+ * removed. 0, or -1 when the cache is unusable. */
 int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *bad);
 
 /* Removes every record. 0 or -1. */

@@ -281,15 +281,13 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
                  w.items[i].rel);
         if (tc_digest_from_hex(hex, &key) != 0)
             continue;
-        (*checked)++;
-        char *p = NULL;
-        size_t n;
-        int b = 0;
-        if (!w.items[i].planted &&
-            tc_store_get(st, target, (uint32_t)w.items[i].kind + 1, &key, 0, &p, &n, &b)) {
-            free(p);
+        int ok = w.items[i].planted ? 0
+                                    : tc_store_check(st, target, (uint32_t)w.items[i].kind + 1, &key);
+        if (ok < 0)
             continue;
-        }
+        (*checked)++;
+        if (ok)
+            continue;
         (*bad)++;
         if (remove_bad)
             remove_rel(st, w.items[i].rel);

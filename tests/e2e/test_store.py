@@ -94,6 +94,20 @@ def test_verify_finds_and_removes_bad_records(tmp_path):
     assert tc("verify", "--cache-dir", cache).returncode == 0
 
 
+def test_verify_is_no_use_of_the_records(tmp_path):
+    # verify read records as a build does, which marks them used: records
+    # idle for days were then kept by gc --evict-older-than (a review)
+    cache = str(tmp_path / "cache")
+    build(modules()[0], tmp_path / "o.cubin", cache)
+    past = time.time() - 10 * 86400
+    for r in records(cache):
+        os.utime(r, (past, past))
+    assert tc("verify", "--cache-dir", cache).returncode == 0
+    assert all(r.stat().st_mtime < time.time() - 9 * 86400 for r in records(cache))
+    g = json.loads(tc("gc", "--cache-dir", cache, "--evict-older-than", "7d", "--json").stdout)
+    assert g["evicted_files"] > 0 and not records(cache)
+
+
 def test_shared_mode(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
