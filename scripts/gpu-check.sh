@@ -36,8 +36,11 @@
 #       tests/gpu/intercept_check.py (Quadrants comes as wheels; a JIT that
 #       is not installed is reported, not failed)
 #   (j) XLA (JAX) compiling through taskcache ptxas: tests/gpu/xla_ptxas_check.py
+#   (k) cold builds of every real-world corpus module on all the machine's
+#       cores against ptxas -split-compile=0 (bench/unit_cost.py all;
+#       informational: issue 11's 16-core targets)
 # STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
-# xla.
+# xla, corpus.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
 # the taskcache builds of (a) with their cache expectations (gpu_run
@@ -124,7 +127,7 @@ COMMON=(--work "$WORK" --log "$LOG" --start "$START")
 
 summary_and_exit() {
     local skipped_steps=()
-    for s in identity realworld sass timing first python bench triton intercept xla; do
+    for s in identity realworld sass timing first python bench triton intercept xla corpus; do
         skipped "$s" && skipped_steps+=("$s")
     done
     # the table is printed last; the files in $OUT are collected first
@@ -469,6 +472,22 @@ else
     tail_log "$WORK/xla.log" 12
     case $xrc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(j) XLA via taskcache ptxas" "$res" "$(grep -E '^(ptxas|first|second) ' "$WORK/xla.log" | awk '{print $1 ": " $4 " built, " $5 " hits, " $6 " compiled"}' | tr '\n' ';')" 1
+fi
+
+# ---- (k) cold builds of the corpus on all cores ----------------------------------------------------
+if skipped corpus; then say "(k) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(k) corpus cold builds" "DRY" "timings belong to the GPU machine" 0
+else
+    say "(k) cold builds of every corpus module, -j $JOBS (bench/unit_cost.py all)"
+    timeout -k 10 "$(( $(left) > 60 ? $(left) - 20 : 40 ))" python3 bench/unit_cost.py \
+        --taskcache "$TASKCACHE" --jobs "$JOBS" --runs "${GPU_CHECK_CORPUS_RUNS:-2}" --costs '' all \
+        > "$WORK/corpus-build.txt" 2>&1
+    crc=$?
+    cp "$WORK/corpus-build.txt" "$OUT/" 2>/dev/null
+    cat "$WORK/corpus-build.txt" >> "$LOG"
+    tail_log "$WORK/corpus-build.txt" 60
+    case $crc in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(k) corpus cold builds" "$res" "$(grep -E '^(default slower|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')" 0
 fi
 
 summary_and_exit
