@@ -84,6 +84,7 @@ int tc_elf_symbols(const unsigned char *img, size_t len, tc_elf_sym_fn fn, void 
             tc_elf_sym y = {.name = nm,
                             .len = (size_t)(end - nm),
                             .type = sym[4] & 0xf,
+                            .bind = sym[4] >> 4,
                             .other = sym[5],
                             .shndx = rd16(sym + 6),
                             .value = rd64(sym + 8),

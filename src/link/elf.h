@@ -14,6 +14,7 @@ typedef struct tc_elf_sym {
     size_t section_len;
     uint64_t value, size;
     uint8_t type;   /* STT_* */
+    uint8_t bind;   /* STB_* */
     uint8_t other;  /* st_other */
     uint16_t shndx; /* 0: undefined */
 } tc_elf_sym;

@@ -367,9 +367,59 @@ done:
     return rc;
 }
 
+/* ---- checking the objects ---------------------------------------------------- */
+
+enum { STB_GLOBAL_ = 1, SHN_LORESERVE_ = 0xff00 };
+
+typedef struct {
+    tc_map seen;   /* name -> 1 + the object that defines it */
+    tc_sb *log;
+    size_t object;
+    int clashes;
+} definitions;
+
+static int add_definition(void *ctx, const tc_elf_sym *y)
+{
+    definitions *d = ctx;
+    /* a strong definition: global binding, in a section of the object
+     * (not undefined, absolute or common) */
+    if (y->bind != STB_GLOBAL_ || y->shndx == 0 || y->shndx >= SHN_LORESERVE_ || !y->len)
+        return 0;
+    uint32_t *first = tc_map_get(&d->seen, y->name, y->len);
+    if (first) {
+        if (*first - 1 != d->object && d->clashes++ < 3)
+            tc_sb_printf(d->log, "multiple definition of '%.*s' (objects %u and %zu)\n",
+                         (int)y->len, y->name, *first - 1, d->object);
+        return 0;
+    }
+    return tc_map_put(&d->seen, y->name, y->len, (uint32_t)d->object + 1) < 0;
+}
+
+/* No global symbol is defined by two objects. The linkers disagree on
+ * this: nvlink fails, while libnvJitLink 13 prints "Multiple definition"
+ * on standard error, returns success and keeps one of them, so a task
+ * calling its own helper would call another task's. */
+static int check_definitions(const tc_blob *objs, size_t n, tc_sb *log)
+{
+    definitions d = {.log = log};
+    int rc = 0;
+    for (d.object = 0; d.object < n && rc == 0; d.object++)
+        if (tc_elf_symbols((const unsigned char *)objs[d.object].p, objs[d.object].n,
+                           add_definition, &d) != 0) {
+            tc_sb_printf(log, "object %zu is not a readable ELF file\n", d.object);
+            rc = -1;
+        }
+    if (d.clashes > 3)
+        tc_sb_printf(log, "... %d multiple definitions in all\n", d.clashes);
+    tc_map_free(&d.seen);
+    return rc || d.clashes ? -1 : 0;
+}
+
 int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
             const char *scratch, tc_sb *image, tc_sb *log)
 {
+    if (check_definitions(objs, n, log) != 0)
+        return -1;
     int rc = l->kind == TC_LINKER_NVJITLINK ? link_nvjitlink(l, arch, objs, n, image, log)
                                             : link_nvlink(l, arch, objs, n, scratch, image, log);
     return rc == 0 ? check_image(image, objs, n, log) : rc;
