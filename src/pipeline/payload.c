@@ -248,21 +248,24 @@ int tc_payload_decode_module(char **p, size_t n, tc_result *r, const char *name,
 }
 
 void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
-                                   size_t n, tc_sb *out)
+                                   const tc_digest *contents, size_t n, tc_sb *out)
 {
     tc_field_put(out, TC_F_IMAGE, image, len);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         tc_field_put(out, TC_F_TASK_KEY, keys[i].b, TC_DIGEST_LEN);
+        tc_field_put(out, TC_F_TASK_CONTENT, contents[i].b, TC_DIGEST_LEN);
+    }
 }
 
-int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys, size_t nkeys,
-                                  char **image, size_t *len)
+int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys,
+                                  const tc_digest *contents, size_t nkeys, char **image,
+                                  size_t *len)
 {
     tc_reader rd;
     tc_reader_init(&rd, *p, n);
     uint32_t tag;
     const unsigned char *f, *img = NULL;
-    size_t flen, img_len = 0, k = 0;
+    size_t flen, img_len = 0, k = 0, c = 0;
     int rc, ok = 1;
     while ((rc = tc_field_next(&rd, &tag, &f, &flen)) == 1) {
         if (tag == TC_F_IMAGE) {
@@ -272,9 +275,14 @@ int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys, siz
             /* the record must name exactly the tasks the caller verified */
             ok &= k < nkeys && flen == TC_DIGEST_LEN && !memcmp(f, keys[k].b, flen);
             k++;
+        } else if (tag == TC_F_TASK_CONTENT) {
+            /* ...as they are now: a task regenerated after a failed link is
+             * stored again under its key, with other code (tasks.c) */
+            ok &= c < nkeys && flen == TC_DIGEST_LEN && !memcmp(f, contents[c].b, flen);
+            c++;
         }
     }
-    if (rc != 0 || !ok || !img || k != nkeys)
+    if (rc != 0 || !ok || !img || k != nkeys || c != nkeys)
         return -1;
     *image = take_image(p, img, img_len);
     *len = img_len;

@@ -46,13 +46,16 @@ void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, si
 int tc_payload_decode_module(char **p, size_t n, tc_result *r, const char *name,
                              size_t *units);
 
-/* A module record of tc_build_tasks: the image and the ordered task keys. */
+/* A module record of tc_build_tasks: the image, the ordered task keys and
+ * the digests of the tasks' contents it was linked from. */
 void tc_payload_encode_task_module(const void *image, size_t len, const tc_digest *keys,
-                                   size_t n, tc_sb *out);
-/* Its image, when it names exactly the tasks keys[0..n): moved to the
- * front of *p (malloc'd), which becomes *image (*p is then NULL). */
-int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys, size_t nkeys,
-                                  char **image, size_t *len);
+                                   const tc_digest *contents, size_t n, tc_sb *out);
+/* Its image, when it names exactly the tasks keys[0..n) with exactly these
+ * contents: moved to the front of *p (malloc'd), which becomes *image (*p
+ * is then NULL). */
+int tc_payload_decode_task_module(char **p, size_t n, const tc_digest *keys,
+                                  const tc_digest *contents, size_t nkeys, char **image,
+                                  size_t *len);
 
 /* A group manifest: ordered task keys and names. */
 void tc_payload_encode_group(const tc_digest *keys, char *const *names, size_t n, tc_sb *out);

@@ -91,11 +91,41 @@ int tc_taskset_module_key(tc_taskset *t, const char *version)
                               &t->module_key);
 }
 
+/* What a task contributes to a build: its object and its host metadata.
+ * A task's key stands for them, except after regenerate_cached, which
+ * stores other code under the same key; a module record names these
+ * digests too, so that it never serves an image linked from other code
+ * than the task records now hold (their metadata comes with the image). */
+static tc_digest *task_contents(const tc_taskset *t)
+{
+    tc_digest *d = malloc((t->n ? t->n : 1) * sizeof *d);
+    tc_hash *h = d ? tc_hash_new() : NULL;
+    if (!h) {
+        free(d);
+        return NULL;
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        const tc_unit *u = &t->units[i].u;
+        uint64_t sizes[3] = {u->object.len, (uint64_t)u->have_meta, u->meta.len};
+        tc_hash_update(h, sizes, sizeof sizes);
+        tc_hash_update(h, u->object.data ? u->object.data : "", u->object.len);
+        tc_hash_update(h, u->meta.data ? u->meta.data : "", u->meta.len);
+        tc_hash_final(h, &d[i]);
+    }
+    tc_hash_free(h);
+    return d;
+}
+
 static int decode_module_image(void *ctx, char **payload, size_t len)
 {
     tc_taskset *t = ctx;
     tc_result *r = t->s->r;
-    return tc_payload_decode_task_module(payload, len, t->keys, t->n, &r->image, &r->image_len);
+    tc_digest *contents = task_contents(t);
+    int rc = contents ? tc_payload_decode_task_module(payload, len, t->keys, contents, t->n,
+                                                      &r->image, &r->image_len)
+                      : -1;
+    free(contents);
+    return rc;
 }
 
 static void undo_module_image(void *ctx)
@@ -123,10 +153,15 @@ int tc_taskset_read(tc_taskset *t)
 
 void tc_taskset_store_module(tc_taskset *t)
 {
+    tc_digest *contents = task_contents(t);
+    if (!contents)
+        return; /* out of memory: the module is not stored, nothing else lost */
     tc_sb p = TC_SB_INIT;
-    tc_payload_encode_task_module(t->s->r->image, t->s->r->image_len, t->keys, t->n, &p);
+    tc_payload_encode_task_module(t->s->r->image, t->s->r->image_len, t->keys, contents, t->n,
+                                  &p);
     tc_session_write_record(t->s, TC_REC_MODULE, &t->module_key, &p);
     tc_sb_free(&p);
+    free(contents);
 }
 
 tc_status tc_taskset_fill_result(tc_taskset *t)
@@ -175,6 +210,7 @@ tc_status tc_taskset_fill_result(tc_taskset *t)
     r->report.units = (uint32_t)t->n;
     r->report.split = 1;
     r->report.in_process = t->s->in_process;
+    r->report.nvjitlink = t->s->linker.kind == TC_LINKER_NVJITLINK;
     return TC_OK;
 }
 
@@ -293,6 +329,7 @@ static tc_pool_step generate_and_compile(void *ctx, size_t i)
     } else if (u->exit_code != 0) {
         x->failed = 1;
     } else {
+        tc_sb_free(&u->meta); /* a regenerated task's, read from its record */
         u->meta = x->gen.meta;
         u->have_meta = x->gen.have_meta;
         memset(&x->gen.meta, 0, sizeof x->gen.meta);

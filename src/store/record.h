@@ -58,7 +58,9 @@ enum {
     TC_F_HOST_META = 7,     /* task: the host's metadata blob */
     TC_F_TASK_KEY = 8,      /* module of tasks, group: a task key (repeated, in order) */
     TC_F_NAME = 9,          /* task: its name */
-    TC_F_CANON_TEXT = 10    /* canonical texts: one function's (repeated) */
+    TC_F_CANON_TEXT = 10,   /* canonical texts: one function's (repeated) */
+    TC_F_TASK_CONTENT = 11  /* module of tasks: a digest of each task's object and host
+                               metadata as linked (repeated, in order) */
 };
 
 /* The most a payload of this kind may hold: what the kind can carry

@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t image_len = 0;
     if ((copy = malloc(size + 1))) {
         memcpy(copy, data, size);
-        if (tc_payload_decode_task_module(&copy, size, &key, 1, &image, &image_len) == 0 &&
+        if (tc_payload_decode_task_module(&copy, size, &key, &key, 1, &image, &image_len) == 0 &&
             image_len > size)
             abort();
         free(image);

@@ -132,6 +132,59 @@ def test_missing_task_record_is_rebuilt_not_an_error(cache, tmp_path):
     assert cache.lookup_group(b"g", OPTS, version="toy 1") is not None
 
 
+def test_a_symbol_two_tasks_define_fails_the_link(cache):
+    # libnvJitLink 13 printed "Multiple definition", returned success and
+    # kept one: task B's kernel called task A's helper (a review)
+    def ptx(kernel, value):
+        return (".version 8.0\n.target sm_90\n.address_size 64\n"
+                f".visible .func (.param .b32 rv) helper()\n{{\n .reg .b32 %r<2>;\n"
+                f" mov.u32 %r1, {value};\n st.param.b32 [rv], %r1;\n ret;\n}}\n"
+                f".visible .entry {kernel}(.param .u64 out)\n{{\n .reg .b32 %r<3>;\n"
+                " .reg .b64 %rd<3>;\n ld.param.u64 %rd1, [out];\n"
+                " { .param .b32 r; call.uni (r), helper, (); ld.param.b32 %r1, [r]; }\n"
+                " st.global.u32 [%rd1], %r1;\n ret;\n}\n")
+    texts = {"A": ptx("A", 7), "B": ptx("B", 9), "C": ptx("A", 9).replace("helper", "other")}
+    for names in (["A", "B"], ["A", "C"]):  # a helper twice; a kernel twice
+        for relocatable in (None, False):
+            with pytest.raises(tc.TaskcacheError) as exc:
+                cache.build_tasks([tc.Task(n, n.encode()) for n in names],
+                                  lambda i, t: texts[t.name],
+                                  tc.Options(arch="sm_90", whole_program_units=relocatable),
+                                  version="dup")
+            assert exc.value.status == "TC_ERR_LINK"
+            assert "multiple definition of '" in exc.value.message
+
+
+def test_a_module_record_never_outlives_a_regenerated_task(cache):
+    # B's key leaves out which symbol of A it reads; when it stops linking it
+    # is regenerated and stored again under its key. The module record of
+    # the first build then served its image with the regenerated task's
+    # metadata (a review): now it is a miss, and the build is a cold one's.
+    def text(name, sym):
+        if name == "A":
+            return (f".version 8.0\n.target sm_90\n.address_size 64\n"
+                    f".visible .global .u32 {sym} = 5;\n.visible .entry A(.param .u64 out)\n"
+                    "{\n ret;\n}\n")
+        return (f".version 8.0\n.target sm_90\n.address_size 64\n.extern .global .u32 {sym};\n"
+                ".visible .entry B(.param .u64 out)\n{\n .reg .b32 %r<3>;\n .reg .b64 %rd<3>;\n"
+                f" ld.param.u64 %rd1, [out];\n ld.global.u32 %r1, [{sym}];\n"
+                " st.global.u32 [%rd1], %r1;\n ret;\n}\n")
+
+    def build(c, akey, sym):
+        return c.build_tasks([tc.Task("A", akey), tc.Task("B", b"b1")],
+                             lambda i, t: (text(t.name, sym), f"{t.name} uses {sym}".encode()),
+                             OPTS, version="regen")
+    first = build(cache, b"a1", "g")
+    second = build(cache, b"a2", "h")
+    assert "regenerated" in second.diagnostics
+    third = build(cache, b"a1", "g")
+    assert not third.report.module_hit
+    assert third.image == first.image
+    assert [t.metadata for t in third.tasks] == [b"A uses g", b"B uses g"]
+    # the report names the linker of task builds too (it always said nvlink)
+    assert first.report.nvjitlink == cache.build(EXAMPLE, OPTS).report.nvjitlink
+
+
 def test_codegen_errors_and_serialization(cache):
     def failing(index, task):
         raise RuntimeError(f"cannot lower task {index}")
