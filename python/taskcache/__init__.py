@@ -680,7 +680,9 @@ def function_key(fn, *extra, lines: bool = False) -> bytes:
     32 bytes that change whenever anything the compiled code can depend on
     changes on the Python side. They cover fn's bytecode, constants and
     names; its defaults; the values of its closure cells and of the globals
-    it reads (JITs such as numba freeze those into the code); recursively,
+    it reads (JITs such as numba freeze those into the code), and of what it
+    reads of the program's own classes (an enum member, a class constant);
+    recursively,
     the same for the Python functions it reaches that way (helpers, device
     functions; an object with a py_func attribute, such as a numba
     dispatcher, counts as its py_func); the interpreter's bytecode format;
@@ -770,6 +772,8 @@ class _KeyState:
             self.function(v)
         elif isinstance(v, types.ModuleType):
             self.module(v, names)
+        elif isinstance(v, type) and not self.library(getattr(v, "__module__", None)):
+            self.user_class(v, names)
         elif isinstance(v, type) or (callable(v) and not hasattr(v, "dtype")):
             self.put("named", f"{getattr(v, '__module__', '')}."
                               f"{getattr(v, '__qualname__', repr(v))}")
@@ -823,6 +827,22 @@ class _KeyState:
                 self.value(g[n], used)
             elif n in builtins_:
                 self.put("builtin", n)
+
+    def user_class(self, cls, names):
+        """A class of the program's own code: its name, and by value what
+        the code reads of it (numba freezes an enum member's or a class
+        constant's value into the code: Color.RED going from 3 to 4 kept the
+        key, and the old binary was served)."""
+        self.put("named", f"{cls.__module__}.{cls.__qualname__}")
+        if not self.once(cls, "class"):
+            return
+        for n in sorted(names):
+            try:
+                a = getattr(cls, n)
+            except Exception:  # absent, or a descriptor that refuses: nothing read
+                continue
+            self.put("attr", n)
+            self.value(a, names)
 
     def module(self, m, names):
         self.put("module", m.__name__)

@@ -56,6 +56,35 @@ def test_what_the_code_reads_changes_the_key(tmp_path):
     assert key(load(tmp_path), "float32[:]") != key(load(tmp_path), "float64[:]")  # extra
 
 
+CLASSES = textwrap.dedent('''
+    import enum
+    class Color(enum.IntEnum):
+        RED = {red}
+        BLUE = 5
+    class Cfg:
+        BLOCK = {block}
+        OTHER = {other}
+    def kernel(out):
+        out[0] = Color.RED + Cfg.BLOCK
+''')
+
+
+def test_what_the_code_reads_of_its_classes_changes_the_key(tmp_path):
+    # numba freezes Color.RED's value into the code: the key hashed the
+    # class by name only, and the old binary was served (a review)
+    def k(**kw):
+        params = dict(red="3", block="128", other="1")
+        params.update(kw)
+        ns = {"__name__": "cmod"}
+        exec(compile(CLASSES.format(**params), "cmod.py", "exec"), ns)
+        return tc.function_key(ns["kernel"])
+    base = k()
+    assert k() == base
+    assert k(red="4") != base          # an enum member it reads
+    assert k(block="256") != base      # a class constant it reads
+    assert k(other="2") == base        # one it does not read
+
+
 def test_closures_and_defaults(tmp_path):
     ns = load(tmp_path)
     assert tc.function_key(ns["make"](1)) != tc.function_key(ns["make"](2))
