@@ -346,6 +346,14 @@ def _b(s, what: str = "value") -> Optional[bytes]:
         raise TypeError(f"{what} must be str or bytes-like, not {type(s).__name__}") from None
 
 
+def _required(v, what: str):
+    """v, which the call cannot do without: None is a TypeError naming it
+    (the library would answer only 'invalid argument')."""
+    if v is None:
+        raise TypeError(f"{what} is required, not None")
+    return v
+
+
 def _c(s, what: str) -> Optional[bytes]:
     """A C string: a NUL would silently end it there ("x\0one" would be
     "x", the same as "x\0two"), so it is refused. Surrogate escapes (from
@@ -408,7 +416,10 @@ class Options:
                 lib.tc_options_set_compiler(h, codes[self.compiler])
             if self.ptxas:
                 lib.tc_options_set_ptxas(h, _c(self.ptxas, "ptxas"))
-            if self.unit_cost:
+            if self.unit_cost is not None:
+                if not 1 <= int(self.unit_cost) <= 0xFFFFFFFF:  # c_uint would wrap -1
+                    raise ValueError(f"unit_cost must be a positive count of statements, "
+                                     f"not {self.unit_cost!r}")
                 lib.tc_options_set_unit_cost(h, int(self.unit_cost))
             lib.tc_options_set_tier(h, 1, int(self.module_cache))
             lib.tc_options_set_tier(h, 2, int(self.unit_cache))
@@ -995,11 +1006,13 @@ class Cache:
         enclosing one waits for them."""
         lib = _L()
         tasks = list(tasks)
+        if not tasks:
+            raise ValueError("build_tasks needs at least one task")
         ctasks = (_Task * len(tasks))()
         keep = []
-        cversion = _c(version, "version")
+        cversion = _c(_required(version, "version"), "version")
         for i, t in enumerate(tasks):
-            key = _b(t.key, "task key")
+            key = _b(_required(t.key, f"the key of task {i}"), "task key")
             kbuf = ctypes.create_string_buffer(key, len(key))
             name = _c(t.name, "task name")
             keep += [kbuf, name]
@@ -1084,8 +1097,8 @@ class Cache:
         opts = (options or Options())._handle()
         out = ctypes.c_void_p()
         try:
-            gk = _b(group_key, "group_key")
-            cversion = _c(version, "version")
+            gk = _b(_required(group_key, "group_key"), "group_key")
+            cversion = _c(_required(version, "version"), "version")
             with self._use() as h:
                 status = lib.tc_lookup_group(h, opts, cversion, gk, len(gk),
                                              ctypes.byref(out))

@@ -159,6 +159,24 @@ def test_names_that_are_not_utf8(tmp_path):
         assert again.report.module_hit
 
 
+def test_missing_arguments_say_which(tmp_path):
+    # these reached the library, which answered only "the build could not
+    # start", or failed inside the package with a bare TypeError (a review)
+    host = Host([1])
+    with tc.Cache(tmp_path / "c") as c:
+        with pytest.raises(TypeError, match="version is required"):
+            c.build_tasks(host.tasks(), host.codegen, OPTS, version=None)
+        with pytest.raises(ValueError, match="at least one task"):
+            c.build_tasks([], host.codegen, OPTS, version="v")
+        with pytest.raises(TypeError, match="key of task 0 is required"):
+            c.build_tasks([tc.Task("k0", None)], host.codegen, OPTS, version="v")
+        with pytest.raises(TypeError, match="group_key is required"):
+            c.lookup_group(None, OPTS, version="v")
+        for bad in (-1, 0, 2**32):  # -1 wrapped to 4294967295 through c_uint
+            with pytest.raises(ValueError, match="unit_cost"):
+                c.build(task_ptx("k", 1), tc.Options(arch="sm_90", unit_cost=bad))
+
+
 def test_nul_in_names_and_versions_is_refused(tmp_path):
     with tc.Cache(tmp_path / "c") as cache:
         host = Host(range(1))
