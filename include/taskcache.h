@@ -546,7 +546,10 @@ TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *ou
  * Each task's PTX is one complete module (.version, .target, its kernels
  * and the functions they call) compiled as one relocatable unit; all tasks
  * are linked into one image, in the order given. A global shared between
- * tasks is defined in one task and declared .extern in the others. */
+ * tasks is defined in one task and declared .extern in the others; a
+ * visible symbol (kernel, function, variable) that two tasks define fails
+ * the build with TC_ERR_LINK ("multiple definition of 'NAME' (objects I
+ * and J)", I and J the tasks' indices). */
 
 /* A task's key must cover everything its codegen output depends on, since
  * a hit serves the stored object without asking: the IR (or source) and,
