@@ -199,6 +199,31 @@ static const char *status_hint(long status)
     }
 }
 
+/* A transfer's clock: it may take the timeout plus a second per 256 KiB of
+ * what it moves (received so far, or the record it sends; a size the
+ * server announces earns nothing). CURLOPT_TIMEOUT is set before the size
+ * is known, from the largest record of the kind (a GiB for a module: 68
+ * minutes), so a server sending 2 KiB/s, above the stall limit, held a
+ * build that long. */
+typedef struct transfer_clock {
+    double start, timeout_s;
+    int expired;
+} transfer_clock;
+
+static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    transfer_clock *k = ctx;
+    (void)dltotal;
+    (void)ulnow;
+    curl_off_t moved = ultotal > dlnow ? ultotal : dlnow;
+    if (tc_remote_now() - k->start > k->timeout_s + (double)(moved >> 18)) {
+        k->expired = 1;
+        return 1; /* ends the transfer: CURLE_ABORTED_BY_CALLBACK */
+    }
+    return 0;
+}
+
 /* One request. method: "GET", "PUT", "DELETE" or "HEAD"; body/len: what
  * to PUT; out (GET): where the body goes, at most max bytes. *status
  * receives the HTTP status when the server answered. */
@@ -225,6 +250,10 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     cu.setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_ms + (size >> 18) * 1000));
     cu.setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     cu.setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((s->timeout_ms + 999) / 1000));
+    transfer_clock clock = {tc_remote_now(), (double)s->timeout_ms / 1000, 0};
+    cu.setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    cu.setopt(c, CURLOPT_XFERINFODATA, &clock);
+    cu.setopt(c, CURLOPT_NOPROGRESS, 0L);
     cu.setopt(c, CURLOPT_ERRORBUFFER, err);
     cu.setopt(c, CURLOPT_HTTPHEADER, h->headers);
     cu.setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -270,6 +299,11 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     if (snk.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
         snprintf(why, n, "%s %s: the answer is larger than any record of its kind", method, url);
         return TC_REMOTE_FAILED;
+    }
+    if (clock.expired) {
+        snprintf(why, n, "%s %s: timed out (longer than the timeout, %g s, and a second "
+                         "per 256 KiB it moved)", method, url, clock.timeout_s);
+        return TC_REMOTE_DOWN; /* as a stall is */
     }
     snprintf(why, n, "%s %s: %s", method, url, err[0] ? err : cu.strerror(rc));
     return judge_curl(rc);

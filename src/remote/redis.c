@@ -80,10 +80,58 @@ static int node_index(redis *x, const tc_remote_host *h)
     return x->nnodes++;
 }
 
-/* Sends one command on c; the reply, or NULL (c->err says why). */
-static redisReply *call(redisContext *c, int argc, const char **argv, const size_t *lens)
+/* Sends what was appended to c, then reads `count` replies into
+ * replies[], all within timeout_ms: the socket's timeout bounds each read
+ * only, and a server sending a byte every half second never tripped it (a
+ * build hung for good). 0, or -1 with c->err set; the deadline passed
+ * reads as a timeout (REDIS_ERR_IO, errno EAGAIN). The replies read are
+ * the caller's to free either way. */
+static int exchange(redisContext *c, long long timeout_ms, void **replies, int count)
 {
-    return redisCommandArgv(c, argc, argv, lens);
+    double deadline = tc_remote_now() + (double)timeout_ms / 1000;
+    int done = 0, got = 0;
+    for (int i = 0; i < count; i++)
+        replies[i] = NULL;
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            return -1;
+    while (got < count) {
+        if (redisReaderGetReply(c->reader, &replies[got]) != REDIS_OK) {
+            c->err = c->reader->err ? c->reader->err : REDIS_ERR_PROTOCOL;
+            snprintf(c->errstr, sizeof c->errstr, "%s", c->reader->errstr);
+            return -1;
+        }
+        if (replies[got]) {
+            got++;
+            continue;
+        }
+        double left = deadline - tc_remote_now();
+        if (left <= 0) {
+            c->err = REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof c->errstr, "timed out");
+            errno = EAGAIN;
+            return -1;
+        }
+        redisSetTimeout(c, tv_of((long long)(left * 1000) + 1));
+        if (redisBufferRead(c) != REDIS_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* Sends one command on c and reads its reply within timeout_ms; the reply,
+ * or NULL (c->err says why). */
+static redisReply *call(redisContext *c, long long timeout_ms, int argc, const char **argv,
+                        const size_t *lens)
+{
+    void *r = NULL;
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK ||
+        exchange(c, timeout_ms, &r, 1) != 0) {
+        if (r)
+            freeReplyObject(r);
+        return NULL;
+    }
+    return r;
 }
 
 /* A failed connection in words, and whether the server stalled (a timeout
@@ -103,12 +151,13 @@ static tc_remote_outcome connection_failed(node *nd, const char *doing, char *wh
 
 /* One command of a connection's set-up (AUTH, SELECT). An answer
  * refusing it is FAILED (a server is there), no answer DOWN. */
-static tc_remote_outcome handshake(node *nd, int argc, const char **argv, char *why, size_t n)
+static tc_remote_outcome handshake(redis *x, node *nd, int argc, const char **argv, char *why,
+                                   size_t n)
 {
     size_t lens[3];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *r = call(nd->c, argc, argv, lens);
+    redisReply *r = call(nd->c, x->spec->timeout_ms, argc, argv, lens);
     if (!r)
         return connection_failed(nd, "no answer from", why, n);
     if (r->type != REDIS_REPLY_ERROR) {
@@ -144,13 +193,14 @@ static tc_remote_outcome connect_node(redis *x, node *nd, char *why, size_t n)
     if (s->password[0]) {
         const char *with_user[] = {"AUTH", s->user, s->password};
         const char *without[] = {"AUTH", s->password};
-        o = s->user[0] ? handshake(nd, 3, with_user, why, n) : handshake(nd, 2, without, why, n);
+        o = s->user[0] ? handshake(x, nd, 3, with_user, why, n)
+                       : handshake(x, nd, 2, without, why, n);
     }
     if (o == TC_REMOTE_OK && s->db && !x->cluster) {
         char db[16];
         snprintf(db, sizeof db, "%d", s->db);
         const char *select[] = {"SELECT", db};
-        o = handshake(nd, 2, select, why, n);
+        o = handshake(x, nd, 2, select, why, n);
     }
     return o;
 }
@@ -161,7 +211,7 @@ static void load_slots(redis *x, node *from)
 {
     const char *argv[] = {"CLUSTER", "SLOTS"};
     size_t lens[] = {7, 5};
-    redisReply *r = from->c ? call(from->c, 2, argv, lens) : NULL;
+    redisReply *r = from->c ? call(from->c, x->spec->timeout_ms, 2, argv, lens) : NULL;
     tc_slot_range *ranges = NULL;
     size_t count = 0;
     if (r && tc_cluster_parse_slots(r, &ranges, &count) == 0) {
@@ -229,16 +279,18 @@ static tc_remote_outcome command(redis *x, int argc, const char **argv, const si
         redisReply *r = NULL;
         if (ask) {
             /* ASK: this one command goes to the importing node, after ASKING */
-            redisAppendCommand(nd->c, "ASKING");
-            redisAppendCommandArgv(nd->c, argc, argv, lens);
-            void *ok = NULL;
-            if (redisGetReply(nd->c, &ok) == REDIS_OK && redisGetReply(nd->c, (void **)&r) != REDIS_OK)
-                r = NULL;
-            if (ok)
-                freeReplyObject(ok);
+            void *replies[2] = {NULL, NULL};
+            if (redisAppendCommand(nd->c, "ASKING") == REDIS_OK &&
+                redisAppendCommandArgv(nd->c, argc, argv, lens) == REDIS_OK &&
+                exchange(nd->c, x->spec->timeout_ms, replies, 2) == 0)
+                r = replies[1];
+            else if (replies[1])
+                freeReplyObject(replies[1]);
+            if (replies[0])
+                freeReplyObject(replies[0]);
             ask = 0;
         } else {
-            r = call(nd->c, argc, argv, lens);
+            r = call(nd->c, x->spec->timeout_ms, argc, argv, lens);
         }
         if (!r) {
             int stalled = nd->c && nd->c->err == REDIS_ERR_IO &&
@@ -377,17 +429,18 @@ static tc_remote_outcome redis_remove(tc_transport *t, const char *name, char *w
     return o;
 }
 
-/* A reply to a command without a key, from node nd. */
-static redisReply *ask_node(redis *x, node *nd, const char *a, const char *b)
+/* A reply to a command without a key, from node nd; NULL with why filled
+ * when the node cannot be reached or does not answer. */
+static redisReply *ask_node(redis *x, node *nd, const char *a, const char *b, char *why,
+                            size_t n)
 {
-    char why[64];
-    if (connect_node(x, nd, why, sizeof why) != TC_REMOTE_OK)
+    if (connect_node(x, nd, why, n) != TC_REMOTE_OK)
         return NULL;
     const char *argv[] = {a, b};
     size_t lens[] = {strlen(a), b ? strlen(b) : 0};
-    redisReply *r = call(nd->c, b ? 2 : 1, argv, lens);
+    redisReply *r = call(nd->c, x->spec->timeout_ms, b ? 2 : 1, argv, lens);
     if (!r)
-        drop(nd);
+        connection_failed(nd, "no answer from", why, n);
     return r;
 }
 
@@ -400,14 +453,17 @@ static tc_remote_outcome redis_server_info(tc_transport *t, char *server, size_t
     if (o != TC_REMOTE_OK)
         return o;
     node *seed = &x->nodes[x->seed];
-    char version[64] = "?";
-    redisReply *r = ask_node(x, seed, "INFO", "server");
-    if (r && r->type == REDIS_REPLY_STRING)
+    char version[64] = "?", ignored[256];
+    /* a server that takes the connection and never answers is not reachable
+     * (it was reported so, after a timeout for each of the questions below) */
+    redisReply *r = ask_node(x, seed, "INFO", "server", why, n);
+    if (!r)
+        return TC_REMOTE_DOWN;
+    if (r->type == REDIS_REPLY_STRING)
         tc_redis_info_field(r->str, r->len, "redis_version", version, sizeof version);
-    if (r)
-        freeReplyObject(r);
+    freeReplyObject(r);
     /* a cluster answers CLUSTER SLOTS with its map; a single server with an error */
-    r = ask_node(x, seed, "CLUSTER", "SLOTS");
+    r = ask_node(x, seed, "CLUSTER", "SLOTS", ignored, sizeof ignored);
     int masters = 0;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements) {
         freeReplyObject(r);
@@ -427,7 +483,7 @@ static tc_remote_outcome redis_server_info(tc_transport *t, char *server, size_t
         counted[k] = 1;
         masters++;
         char used[32] = "";
-        redisReply *m = ask_node(x, &x->nodes[k], "INFO", "memory");
+        redisReply *m = ask_node(x, &x->nodes[k], "INFO", "memory", ignored, sizeof ignored);
         if (m && m->type == REDIS_REPLY_STRING &&
             tc_redis_info_field(m->str, m->len, "used_memory", used, sizeof used) == 0)
             mem += strtoll(used, NULL, 10);
@@ -435,7 +491,8 @@ static tc_remote_outcome redis_server_info(tc_transport *t, char *server, size_t
             mem_known = 0;
         if (m)
             freeReplyObject(m);
-        redisReply *d = ask_node(x, &x->nodes[k], "DBSIZE", NULL);
+        redisReply *d = m ? ask_node(x, &x->nodes[k], "DBSIZE", NULL, ignored, sizeof ignored)
+                          : NULL; /* a node that did not answer is not asked again */
         if (d && d->type == REDIS_REPLY_INTEGER)
             keys += d->integer;
         else

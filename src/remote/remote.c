@@ -100,7 +100,7 @@ static tc_transport *open_transport(const tc_remote_spec *spec, char *why, size_
 
 /* ---- time and signals ---------------------------------------------------------------- */
 
-static double now_s(void)
+double tc_remote_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -333,7 +333,7 @@ static tc_remote_outcome attempt_get(tc_transport *t, void *ctx, char *why, size
 tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc_sb *out,
                                 double *seconds)
 {
-    double t0 = now_s();
+    double t0 = tc_remote_now();
     char why[400] = "";
     tc_remote_outcome o = TC_REMOTE_OFF;
     tc_sb_reset(out);
@@ -375,7 +375,7 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
     if (o != TC_REMOTE_OK)
         tc_sb_reset(out);
     if (seconds)
-        *seconds = go ? now_s() - t0 : 0;
+        *seconds = go ? tc_remote_now() - t0 : 0;
     return o;
 }
 
@@ -583,7 +583,7 @@ void tc_remote_take_writes(tc_remote *r, tc_remote_writes *w)
  * or until `until`. 1 when done. */
 static int wait_for_queue(tc_remote *r, double until)
 {
-    while (r->writer_running && (r->head || r->writer_busy) && now_s() < until)
+    while (r->writer_running && (r->head || r->writer_busy) && tc_remote_now() < until)
         wait_until(r, until);
     return !r->head && !r->writer_busy;
 }
@@ -592,7 +592,7 @@ int tc_remote_flush(tc_remote *r, double timeout_s, char *why, size_t whylen)
 {
     if (r->pid != getpid())
         return 0; /* a forked child has no writer; its parent flushes */
-    double began = now_s();
+    double began = tc_remote_now();
     double until = began + (timeout_s < 0 ? (double)r->spec.flush_timeout_ms / 1000 : timeout_s);
     pthread_mutex_lock(&r->lock);
     int done = wait_for_queue(r, until);
@@ -636,7 +636,7 @@ void tc_remote_close(tc_remote *r, tc_remote_writes *final)
         unguard_pipe(&g);
         r->nidle = r->nreaders = 0;
     }
-    double until = now_s() + (double)r->spec.flush_timeout_ms / 1000;
+    double until = tc_remote_now() + (double)r->spec.flush_timeout_ms / 1000;
     pthread_mutex_lock(&r->lock);
     /* a flush that already waited for these records (the CLI flushes, then
      * closes) counts: from its start, the wait is flush-timeout in all */
@@ -681,11 +681,11 @@ void tc_remote_check(tc_remote *r, tc_remote_check_result *out)
     }
     pipe_guard g;
     guard_pipe(&g);
-    double t0 = now_s();
+    double t0 = tc_remote_now();
     tc_remote_outcome o = t->ops->server_info(t, out->server, sizeof out->server,
                                               &out->server_bytes, &out->server_records, why,
                                               sizeof why);
-    out->connect_s = now_s() - t0;
+    out->connect_s = tc_remote_now() - t0;
     tc_sb back = TC_SB_INIT;
     if (o != TC_REMOTE_OK) {
         snprintf(out->why, sizeof out->why, "cannot reach the server: %s", why);
@@ -708,9 +708,9 @@ void tc_remote_check(tc_remote *r, tc_remote_check_result *out)
     int plen = snprintf(payload, sizeof payload, "taskcache remote check %s", name + 8);
     if (r->spec.read_only) {
         /* read-only: a lookup of a name nobody wrote must come back empty */
-        t0 = now_s();
+        t0 = tc_remote_now();
         o = t->ops->get(t, name, sizeof payload, &back, why, sizeof why);
-        out->read_s = now_s() - t0;
+        out->read_s = tc_remote_now() - t0;
         if (o != TC_REMOTE_MISSING)
             snprintf(out->why, sizeof out->why, "a lookup failed: %s",
                      o == TC_REMOTE_OK ? "found a record nobody wrote" : why);
@@ -718,17 +718,17 @@ void tc_remote_check(tc_remote *r, tc_remote_check_result *out)
             out->read_back = 1;
         goto done;
     }
-    t0 = now_s();
+    t0 = tc_remote_now();
     o = t->ops->put(t, name, payload, (size_t)plen, why, sizeof why);
-    out->write_s = now_s() - t0;
+    out->write_s = tc_remote_now() - t0;
     if (o != TC_REMOTE_OK) {
         snprintf(out->why, sizeof out->why, "cannot write: %s", why);
         goto done;
     }
     out->writable = 1;
-    t0 = now_s();
+    t0 = tc_remote_now();
     o = t->ops->get(t, name, sizeof payload, &back, why, sizeof why);
-    out->read_s = now_s() - t0;
+    out->read_s = tc_remote_now() - t0;
     if (o == TC_REMOTE_OK && back.len == (size_t)plen && !memcmp(back.data, payload, back.len))
         out->read_back = 1;
     else

@@ -158,6 +158,9 @@ struct tc_transport {
     const tc_transport_ops *ops;
 };
 
+/* Seconds on the monotonic clock: the transports' deadlines. */
+double tc_remote_now(void);
+
 /* Transports for spec; NULL with why filled when one cannot be made (not
  * for a server that does not answer: that is found on first use). */
 tc_transport *tc_http_open(const tc_remote_spec *spec, char *why, size_t n);

@@ -215,7 +215,9 @@ class FaultProxy:
     """A TCP proxy to 127.0.0.1:target. mode: "pass"; "delay" (each chunk
     waits `delay` seconds); "stall" (accepts, reads, never answers); "drop"
     (closes every connection at once); "answer" (answers every chunk it
-    reads with the bytes `answer`, as a server that is not what it seems).
+    reads with the bytes `answer`, as a server that is not what it seems);
+    "trickle" (answers with `answer`, then a byte every `delay` seconds for
+    ever: a reply that never ends, though something always arrives).
     `connections` counts accepts."""
 
     def __init__(self, target):
@@ -243,7 +245,7 @@ class FaultProxy:
             self.open.append(c)
             if self.mode == "drop":
                 c.close()
-            elif self.mode in ("stall", "answer"):
+            elif self.mode in ("stall", "answer", "trickle"):
                 threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
             else:
                 try:
@@ -260,6 +262,11 @@ class FaultProxy:
             while c.recv(65536):
                 if self.mode == "answer":
                     c.sendall(self.answer)
+                if self.mode == "trickle":
+                    c.sendall(self.answer)
+                    while self.running:
+                        time.sleep(self.delay)
+                        c.sendall(b"a")
         except OSError:
             pass
 
@@ -294,10 +301,13 @@ class FaultHTTP:
     """An HTTP server that stores what is PUT (in memory) and serves it back,
     or, by mode: "truncate" (a GET's body cut in half, the connection
     closed), "garbage" (200 with random bytes of the same length), "503"
-    (every request), "full" (507 Insufficient Storage for every PUT)."""
+    (every request), "full" (507 Insufficient Storage for every PUT),
+    "trickle" (every GET: 200, a 50 MiB Content-Length, then 512 bytes every
+    quarter second for ever, above curl's stall limit of 1 KiB/s)."""
 
     def __init__(self):
         self.mode = "pass"
+        self.running = True
         self.store = {}
         self.requests = 0
         self.headers = []   # every request's headers, for tests of authentication
@@ -322,6 +332,19 @@ class FaultHTTP:
                 body = outer.store.get(self.path)
                 if outer.mode == "503":
                     return self._answer(503, b"busy")
+                if outer.mode == "trickle":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(50 << 20))
+                    self.end_headers()
+                    self.close_connection = True
+                    try:
+                        while outer.running:
+                            self.wfile.write(b"x" * 512)
+                            self.wfile.flush()
+                            time.sleep(0.25)
+                    except OSError:
+                        pass
+                    return
                 if body is None:
                     return self._answer(404, b"none")
                 if outer.mode == "truncate":
@@ -358,5 +381,6 @@ class FaultHTTP:
         return f"http://127.0.0.1:{self.port}/{path}"
 
     def stop(self):
+        self.running = False
         self.server.shutdown()
         self.server.server_close()

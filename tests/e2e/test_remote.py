@@ -295,6 +295,49 @@ def test_a_stalled_server_costs_one_timeout(tmp_path, modules, redis):
         proxy.stop()
 
 
+def test_a_reply_that_never_ends_costs_one_timeout(tmp_path, modules):
+    """A server that answers a byte every 200 ms: each read succeeds within
+    the timeout, and a build waited for the end of the reply for good (a
+    review). The timeout now bounds a whole command; then the build
+    compiles, as with a server that does not answer at all."""
+    proxy = rs.FaultProxy(rs.free_port())
+    proxy.mode, proxy.answer, proxy.delay = "trickle", b"+", 0.2
+    try:
+        ptx, ref = modules[1]
+        t0 = time.time()
+        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
+                       f"redis://127.0.0.1:{proxy.port}|timeout=1s")
+        assert time.time() - t0 < 20
+        assert (tmp_path / "o.cubin").read_bytes() == ref
+        assert len(warnings(stderr)) == 1 and "timed out" in stderr
+        # and `remote check` calls a server that never finishes an answer
+        # unreachable (it said "reachable yes" after a timeout per question)
+        proxy.mode = "stall"
+        p = tc("remote", "check", "--cache-dir", str(tmp_path / "c"), "--remote",
+               f"redis://127.0.0.1:{proxy.port}|timeout=500ms", check=False)
+        assert p.returncode == 1 and "reachable      no" in p.stdout, p.stdout
+    finally:
+        proxy.stop()
+
+
+def test_an_http_body_that_trickles_costs_the_timeout(tmp_path, modules):
+    """2 KiB/s, above curl's stall limit, with a 50 MiB Content-Length: the
+    deadline was the timeout plus a second per 256 KiB of the largest record
+    of its kind (68 minutes for a module). Now what arrives earns the time."""
+    server = rs.FaultHTTP()
+    server.mode = "trickle"
+    try:
+        ptx, ref = modules[2]
+        t0 = time.time()
+        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
+                       server.url("tc") + "|timeout=1s|retries=1")
+        assert time.time() - t0 < 30
+        assert (tmp_path / "o.cubin").read_bytes() == ref
+        assert "timed out" in stderr
+    finally:
+        server.stop()
+
+
 def test_a_server_announcing_a_huge_reply_is_refused_at_once(tmp_path, modules):
     """A server (or something else on its port) whose answer announces an
     array of 2 billion elements: hiredis would allocate 16 GB for it before
