@@ -512,43 +512,46 @@ static int read_record(tc_store *st, int dirfd, const char *name, uint32_t kind,
     return 0;
 }
 
+/* The bytes of the local record file of kind/key, unverified (read_record,
+ * `use` as there): 0, or -1 with *planted set when a link or something
+ * that is not a file stands where its directory or the record should. */
+static int read_local(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
+                      int use, char **data, size_t *len, int *planted)
+{
+    char name[TC_DIGEST_HEX_LEN + 1];
+    *planted = 0;
+    int dfd = record_dir(st, target, kind, key, name, 0);
+    if (dfd < 0) {
+        *planted = errno == ELOOP || errno == ENOTDIR;
+        return -1;
+    }
+    int rc = read_record(st, dfd, name, kind, use, data, len);
+    if (rc != 0)
+        *planted = errno == ELOOP || errno == EINVAL;
+    close(dfd);
+    return rc;
+}
+
 /* The local record file of kind/key, verified. 1 hit, 0 miss. */
 static int local_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                      char **payload, size_t *len, int *bad)
 {
-    char name[TC_DIGEST_HEX_LEN + 1];
-    int dfd = record_dir(st, target, kind, key, name, 0);
-    if (dfd < 0) {
-        if ((errno == ELOOP || errno == ENOTDIR) && bad)
-            *bad = 1; /* a planted link where a directory should be */
-        return 0;
-    }
     char *data = NULL;
     size_t n = 0;
-    int hit = 0;
-    if (read_record(st, dfd, name, kind, 1, &data, &n) == 0) {
-        if (tc_record_decode(data, n, kind, key, tc_store_mac(st), payload, len) == 0)
-            hit = 1;
-        else if (bad)
-            *bad = 1;
-        free(data);
-    } else if ((errno == ELOOP || errno == EINVAL) && bad) {
-        *bad = 1; /* a planted link or something that is not a file */
-    }
-    close(dfd);
+    int planted, got = read_local(st, target, kind, key, 1, &data, &n, &planted) == 0;
+    int hit = got && tc_record_decode(data, n, kind, key, tc_store_mac(st), payload, len) == 0;
+    free(data);
+    if (!hit && bad && (got || planted))
+        *bad = 1; /* read but not valid, or planted */
     return hit;
 }
 
 int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
 {
-    char name[TC_DIGEST_HEX_LEN + 1];
-    int dfd = record_dir(st, target, kind, key, name, 0);
-    if (dfd < 0)
-        return 0;
     char *data = NULL, *payload = NULL;
     size_t n = 0, plen;
-    int rc = 0;
-    if (read_record(st, dfd, name, kind, 0, &data, &n) == 0) {
+    int planted, rc = 0;
+    if (read_local(st, target, kind, key, 0, &data, &n, &planted) == 0) {
         int hmac = tc_record_has_hmac(data, n);
         if (hmac == 1 && !tc_store_mac(st))
             rc = -1; /* another's secret, or ours not given: not ours to judge */
@@ -558,7 +561,6 @@ int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_dig
         free(payload);
         free(data);
     }
-    close(dfd);
     return rc;
 }
 
