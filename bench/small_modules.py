@@ -1,21 +1,26 @@
 #!/usr/bin/env python3
-"""Small modules: what a cold build costs when all kernels fit in one unit.
+"""Small modules: what a build costs when taskcache compiles them whole.
 
 For every module of the real-world corpus (tests/realworld/corpus) that
-taskcache compiles whole because its kernels fit in one unit, times in
-fresh processes, with no cache (a cold build), interleaved:
+taskcache compiles whole by default because it is small (its kernels fit
+in one unit, or cost 2,000 statements or less in all), times in fresh
+processes, interleaved, a cold build (no records, toolchain memos kept):
 
   whole      taskcache's default: the module as one compile, no link
-  split      --unit-cost 1000 (the default size given explicitly): the same
-             kernels as one unit, the module data as another, then a link
-             (what taskcache did before small modules were compiled whole)
+  split      --unit-cost 1000 (the default size given explicitly): units of
+             kernels, the module data as another, then a link (what
+             taskcache did before small modules were compiled whole)
   no cache   taskcache's default with --no-cache (nothing keyed or stored)
   ptxas      ptxas -arch=ARCH on the module ("-" where ptxas refuses it)
   split0     ptxas -split-compile=0, the peer issue 11 names
 
-and prints medians side by side. A JIT that hands the driver small modules
-(CuPy, numba-cuda, Quadrants' helper modules) pays the split column's extra
-on every cold module, the linker's first load included.
+and, for modules of two kernels or more, an edit: one kernel changed (a
+dead instruction added; run i edits kernel i) and built in a cache that
+holds the module as it was, whole against split. Whole pays the module
+where split pays the edited kernel's unit and a link. Medians side by
+side. A JIT that hands the driver small modules (CuPy, numba-cuda,
+Quadrants' helper modules, Triton, XLA) pays the split column's extra on
+every cold module, the linker's first load included.
 
     python3 bench/small_modules.py [--taskcache PATH] [--runs 5] [--arch sm_90]
 """
@@ -67,7 +72,7 @@ def main():
             info = json.loads(subprocess.run(
                 [a.taskcache, "explain", ptx, "--arch", arch, "--no-cache", "--json"],
                 check=True, capture_output=True, text=True).stdout)
-            if "fit in one unit" in (info.get("whole_reason") or ""):
+            if "one compile, no link" in (info.get("whole_reason") or ""):
                 mods.append((f"{xz.parent.name}/{xz.name[:-7]}", ptx, len(info["entries"]), arch))
         # Each build gets an empty cache that holds only the toolchain
         # memos, as a user's cache does: with --no-cache every process
@@ -77,10 +82,11 @@ def main():
                         "-o", os.devnull], check=True, capture_output=True)
         shutil.rmtree(os.path.join(primed, "v1"), ignore_errors=True)
 
-        def fresh():
+        def fresh(src=None):
+            """A copy of the primed cache, or of src."""
             d = tempfile.mkdtemp(dir=work)
             os.rmdir(d)
-            shutil.copytree(primed, d)
+            shutil.copytree(src or primed, d)
             return d
 
         def tc(ptx, arch, *extra):
@@ -93,17 +99,49 @@ def main():
                 "ptxas": lambda p, arch: [a.ptxas, f"-arch={arch}", p, "-o", os.devnull],
                 "split0": lambda p, arch: [a.ptxas, f"-arch={arch}", "-split-compile=0", p, "-o",
                                            os.devnull]}
-        print(f"{len(mods)} modules of one unit; cold builds in fresh processes, medians of "
-              f"{a.runs}, interleaved")
+        def built(ptx, arch, *extra):
+            """A primed cache that holds ptx built so."""
+            d = fresh()
+            subprocess.run([a.taskcache, "build", ptx, "--arch", arch, "--cache-dir", d, "-o",
+                            os.devnull, *extra], check=True, capture_output=True)
+            return d
+
+        def edit(ptx, i):
+            """ptx with a dead instruction added to its i-th kernel."""
+            text = open(ptx, "rb").read()
+            starts = [m.end() for m in re.finditer(rb"\.entry\s+[\w$]+\s*\([^)]*\)[^{]*\{",
+                                                   text)]
+            at = starts[i % len(starts)]
+            out = ptx + ".edit"
+            with open(out, "wb") as f:
+                f.write(text[:at] + b"\n.reg .b32 %tc_edit;\nmov.b32 %tc_edit, 1;\n" + text[at:])
+            return out
+
+        print(f"{len(mods)} modules compiled whole by default; builds in fresh processes, "
+              f"medians of {a.runs}, interleaved; edit = one kernel changed")
         print(f"{'module':<44} {'kernels':>7} {'whole':>9} {'split':>9} {'no cache':>9} "
-              f"{'ptxas':>9} {'split0':>9} {'split/whole':>11} {'split0/whole':>12}")
-        ratios, peer = [], []
+              f"{'ptxas':>9} {'split0':>9} {'split/whole':>11} {'split0/whole':>12} "
+              f"{'edit whole':>10} {'edit split':>10}")
+        ratios, peer, edits = [], [], []
         for name, ptx, n, arch in mods:
             t = {k: [] for k in cmds}
-            for _ in range(a.runs):
+            e = {"whole": [], "split": []}
+            primed_whole = built(ptx, arch) if n > 1 else None
+            primed_split = built(ptx, arch, "--unit-cost", "1000") if n > 1 else None
+            for r in range(a.runs):
                 for k, c in cmds.items():
                     t[k].append(timed(c(ptx, arch)))
+                if n > 1:
+                    edited = edit(ptx, r)
+                    for k, base, extra in (("whole", primed_whole, ()),
+                                           ("split", primed_split, ("--unit-cost", "1000"))):
+                        e[k].append(timed([a.taskcache, "build", edited, "--arch", arch,
+                                           "--cache-dir", fresh(base), "-o", os.devnull,
+                                           *extra]))
             m = {k: statistics.median(v) if None not in v else None for k, v in t.items()}
+            me = {k: statistics.median(v) if v and None not in v else None for k, v in e.items()}
+            if me["whole"] and me["split"]:
+                edits.append(me["whole"] / me["split"])
             ratio = m["split"] / m["whole"] if m["split"] and m["whole"] else None
             vs0 = m["split0"] / m["whole"] if m["split0"] and m["whole"] else None
             if ratio:
@@ -113,7 +151,8 @@ def main():
             print(f"{name:<44} {n:>7} {ms(m['whole'])} {ms(m['split'])} {ms(m['no cache'])} "
                   f"{ms(m['ptxas'])} {ms(m['split0'])} "
                   f"{f'{ratio:.2f}x' if ratio else 'failed':>11} "
-                  f"{f'{vs0:.2f}x' if vs0 else '-':>12}")
+                  f"{f'{vs0:.2f}x' if vs0 else '-':>12} {ms(me['whole']):>10} "
+                  f"{ms(me['split']):>10}")
         if ratios:
             print(f"median split/whole: {statistics.median(ratios):.2f}x "
                   f"(range {min(ratios):.2f}-{max(ratios):.2f}x)")
@@ -121,6 +160,10 @@ def main():
             print(f"median split0/whole: {statistics.median(peer):.2f}x "
                   f"(range {min(peer):.2f}-{max(peer):.2f}x); whole slower than split0 on "
                   f"{sum(1 for v in peer if v < 1)} of {len(peer)} modules")
+        if edits:
+            print(f"edit: whole/split median {statistics.median(edits):.2f}x "
+                  f"(range {min(edits):.2f}-{max(edits):.2f}x) over {len(edits)} modules of "
+                  f"two kernels or more")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

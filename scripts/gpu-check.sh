@@ -38,7 +38,9 @@
 #   (j) XLA (JAX) compiling through taskcache ptxas: tests/gpu/xla_ptxas_check.py
 #   (k) cold builds of every real-world corpus module on all the machine's
 #       cores against ptxas -split-compile=0 (bench/unit_cost.py all;
-#       informational: issue 11's 16-core targets)
+#       informational: issue 11's 16-core targets; GPU_CHECK_CORPUS_RUNS runs
+#       each, default 2; GPU_CHECK_CORPUS_ARGS replaces "--costs= all", e.g.
+#       "--costs= --variant split500=--unit-cost=500 nvcc-llmc/dev_global_norm")
 # STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
 # xla, corpus.
 #
@@ -480,7 +482,8 @@ elif [ "$DRY" = 1 ]; then row "(k) corpus cold builds" "DRY" "timings belong to 
 else
     say "(k) cold builds of every corpus module, -j $JOBS (bench/unit_cost.py all)"
     timeout -k 10 "$(( $(left) > 60 ? $(left) - 20 : 40 ))" python3 bench/unit_cost.py \
-        --taskcache "$TASKCACHE" --jobs "$JOBS" --runs "${GPU_CHECK_CORPUS_RUNS:-2}" --costs '' all \
+        --taskcache "$TASKCACHE" --jobs "$JOBS" --runs "${GPU_CHECK_CORPUS_RUNS:-2}" \
+        ${GPU_CHECK_CORPUS_ARGS:---costs= all} \
         > "$WORK/corpus-build.txt" 2>&1
     crc=$?
     cp "$WORK/corpus-build.txt" "$OUT/" 2>/dev/null

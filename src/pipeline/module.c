@@ -183,6 +183,40 @@ static void note_after_nul(tc_ptx_job *j)
                  j->s->name, line, j->input_len - j->len - 1);
 }
 
+/* Whether a module split by default is compiled whole instead, because it
+ * is small; why says so. A split build compiles the units, the module data
+ * again in each, and links (the linker loaded first, in a fresh process);
+ * a whole compile is one compile on the compiler's own threads, with the
+ * compiler's own whole-program code. Small is either of:
+ * - one unit of the default size holds every kernel: the split build would
+ *   compile the same kernels, then link;
+ * - the kernels' cost, callees included, is at most TC_WHOLE_MAX_COST
+ *   statements. Measured on llm.c's files of 3-13 kernels and 270-2,000
+ *   statements (2 cores, cold, fresh processes): split builds took 1.3-1.6x
+ *   the time of ptxas -split-compile=0 and an edit saved nothing against
+ *   compiling the whole module again (they are a unit or two each); on the
+ *   16-core H200 they were 0.74-0.93x of -split-compile=0.
+ * The choice depends only on the text and the options, as the module key
+ * does. A unit size given explicitly is a request for units, kept (tests
+ * and the GPU checks link small modules so). */
+static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
+{
+    size_t n = tc_slicer_entry_count(j->slicer);
+    size_t code_units = j->nunits - (j->nunits && j->units[0].is_module_data);
+    uint64_t cost = 0;
+    for (size_t i = 0; i < n; i++)
+        cost += tc_slicer_entry_cost(j->slicer, i);
+    if (code_units <= 1)
+        snprintf(why, whylen, "its %zu kernel(s) fit in one unit: one compile, no link", n);
+    else if (cost <= TC_WHOLE_MAX_COST)
+        snprintf(why, whylen,
+                 "its %zu kernels are small (%llu statements): one compile, no link", n,
+                 (unsigned long long)cost);
+    else
+        return 0;
+    return 1;
+}
+
 /* How the module is built, part of its key: split (the unit size, the unit
  * code) or whole, and the compiler threads a whole compile gets (a module
  * that fits in one unit is compiled whole under a split plan). */
@@ -191,8 +225,8 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
     tc_session *s = j->s;
     const char *threads = s->whole_threads ? s->whole_threads : "";
     if (split)
-        /* "default": a module of one unit is compiled whole */
-        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "default-",
+        /* "default": a small module is compiled whole (whole_by_default) */
+        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "small-",
                  unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c", threads);
     else if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(j->plan, sizeof j->plan, "object"); /* -c: no threads (see session.c) */
@@ -253,21 +287,9 @@ static tc_status build(tc_ptx_job *j)
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 0) {
-        /* One unit of the default size would hold every kernel: the split
-         * build would compile the same kernels once, plus the module data,
-         * and then link. The whole module is one compile with no link (no
-         * linker to load in a fresh process) and the compiler's own
-         * whole-program code. The choice depends only on the text and the
-         * options, as the module key does. A unit size given explicitly is
-         * a request for units, kept (tests and the GPU checks link a
-         * module as one unit so). */
         if (tc_split_plan(j, s->o->unit_cost ? unit_cost : TC_UNIT_COST_DEFAULT) != 0)
             return TC_ERR_NOMEM;
-        size_t code_units = j->nunits - (j->nunits && j->units[0].is_module_data);
-        if ((small = code_units <= 1 && !s->o->unit_cost)) {
-            snprintf(why, sizeof why,
-                     "its %zu kernel(s) fit in one unit: one compile, no link",
-                     tc_slicer_entry_count(j->slicer));
+        if ((small = !s->o->unit_cost && whole_by_default(j, why, sizeof why))) {
             tc_split_free(j);
             rc = 1;
         } else if (!s->o->unit_cost && unit_cost != TC_UNIT_COST_DEFAULT) {

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import elfsyms
-from tchelp import ARCH, PER_KERNEL, ROOT, TASKCACHE, build, corpus_dir, run, slice_keys, stats, tc
+from tchelp import (ARCH, PER_KERNEL, ROOT, TASKCACHE, build, corpus_dir, explain, run,
+                    slice_keys, stats, tc)
 
 sys.path.insert(0, str(ROOT / "bench"))
 import scaling  # noqa: E402  (the synthetic module generator)
@@ -176,6 +177,47 @@ def test_a_module_of_one_unit_is_compiled_whole(tmp_path):
     assert stats(cache)["unit_records"] >= 1
     assert elfsyms.kernels(str(tmp_path / "s.cubin")) == elfsyms.kernels(
         str(tmp_path / "ptxas.cubin"))
+
+
+def chain_module(kernels, statements):
+    """PTX of kernels k0, k1, ... each a chain of `statements` additions."""
+    out = [".version 8.0", f".target {ARCH}", ".address_size 64", ""]
+    for k in range(kernels):
+        out += [f".visible .entry k{k}(.param .u64 p)", "{", ".reg .b32 %r<2>;",
+                ".reg .b64 %rd<2>;", "ld.param.u64 %rd1, [p];", "mov.u32 %r1, 0;"]
+        out += [f"add.s32 %r1, %r1, {k + i + 1};" for i in range(statements)]
+        out += ["st.global.u32 [%rd1], %r1;", "ret;", "}", ""]
+    return "\n".join(out)
+
+
+def test_a_small_module_of_several_units_is_compiled_whole(tmp_path):
+    """A module whose kernels cost 2,000 statements or less in all is
+    compiled whole even where units of the default size would be two or
+    more: the split build's extra compiles and link cost more than an edit
+    of such a module saves. Past that it is split. The unit size given
+    explicitly splits it."""
+    from tchelp import PTXAS
+    cache = tmp_path / "cache"
+    small = tmp_path / "small.ptx"
+    small.write_text(chain_module(2, 800))  # a unit each, 1,600 statements and more
+    assert explain(small, cache, "--unit-cost", "1000")["units"] >= 2
+    info = explain(small, cache)
+    assert "kernels are small" in info["whole_reason"], info["whole_reason"]
+    p = build(small, tmp_path / "w.cubin", cache, "-v")
+    assert "(whole module" in p.stderr and "note:" not in p.stderr, p.stderr
+    s = stats(cache)
+    assert s["whole_builds"] == 1 and s["unit_records"] == 0
+    run([PTXAS, f"-arch={ARCH}", small, "-o", tmp_path / "ptxas.cubin"])
+    assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(
+        str(tmp_path / "ptxas.cubin"))
+    p = build(small, tmp_path / "s.cubin", cache, "-v", "--unit-cost", "1000")
+    assert ", split," in p.stderr or "(split" in p.stderr, p.stderr
+    large = tmp_path / "large.ptx"
+    large.write_text(chain_module(3, 800))  # past 2,000
+    info = explain(large, cache)
+    assert not info.get("whole_reason") and info["units"] >= 2, info.get("whole_reason")
+    p = build(large, tmp_path / "l.cubin", cache, "-v")
+    assert "(split" in p.stderr, p.stderr
 
 
 def nvjitlink_library():

@@ -269,10 +269,13 @@ def explain_dump(dir_a, dir_b, after_line):
 # cold-1 and cold-ewp-1 compile every kernel as a unit of its own (--unit-cost
 # 1): unit boundaries decide which functions a unit holds and whether it may
 # be compiled whole-program, so every build mode is run with both groupings.
-# A module whose kernels fit in one default unit is compiled whole (cold,
-# warm and edit then check that path), so edit-1 and edit-ewp-1 build the
-# edit in the caches of cold-1 and cold-ewp-1: one unit compiled, the
-# others served, linked with the served ones.
+# A small module (its kernels fit in one default unit, or cost 2,000
+# statements or less) is compiled whole by default, as every module here
+# is: cold, warm and edit check that path, cold-ewp gives the default unit
+# size explicitly (whole-program units of 1000, the default's split), and
+# edit-1 and edit-ewp-1 build the edit in the caches of cold-1 and
+# cold-ewp-1: one unit compiled, the others served, linked with the served
+# ones.
 RUNS = ("whole", "whole-eager", "cold", "warm", "edit", "cold-ptxas", "cold-ewp", "cold-1",
         "cold-ewp-1", "edit-1", "edit-ewp-1")
 
@@ -337,7 +340,8 @@ def identity_variant(args, base, variant):
         "cold-ptxas": ["--ptx", ptx, "--cache", cache_b, "--compiler", "ptxas", rel,
                        "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp": ["--ptx", ptx, "--cache", cache_c, "--whole-program-units",
-                     "--expect-compiled", "all", "--expect-module-hit", "0"],
+                     "--unit-cost", "1000", "--expect-compiled", "all",
+                     "--expect-module-hit", "0"],
         "cold-1": ["--ptx", ptx, "--cache", cache_d, "--unit-cost", "1", rel,
                    "--expect-compiled", "all", "--expect-module-hit", "0"],
         "cold-ewp-1": ["--ptx", ptx, "--cache", cache_e, "--unit-cost", "1",
