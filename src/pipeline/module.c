@@ -102,8 +102,8 @@ static int entries_from_module(tc_ptx_job *j)
 }
 
 /* The module as one compile; why says why (explain and the module record
- * keep it). A note in the diagnostics too, unless small: a module whose
- * kernels fit in one unit gives nothing up by being whole. */
+ * keep it). A note in the diagnostics too, unless small (whole_by_default):
+ * that is the faster build, not a construct the slicer could not split. */
 static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
 {
     tc_session *s = j->s;
@@ -218,8 +218,8 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
 }
 
 /* How the module is built, part of its key: split (the unit size, the unit
- * code) or whole, and the compiler threads a whole compile gets (a module
- * that fits in one unit is compiled whole under a split plan). */
+ * code) or whole, and the compiler threads a whole compile gets (a small
+ * module is compiled whole under a split plan). */
 static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 {
     tc_session *s = j->s;

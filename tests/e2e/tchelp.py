@@ -32,9 +32,10 @@ PTXAS = find_tool("ptxas")
 NVCC = find_tool("nvcc")
 
 
-# A module whose kernels fit in one unit is compiled whole (no link). Tests
-# of how split builds key, store and link units use small modules, so they
-# ask for one unit per kernel, which a large module gets anyway.
+# A small module (its kernels fit in one unit, or cost 2,000 statements or
+# less) is compiled whole (no link). Tests of how split builds key, store
+# and link units use small modules, so they ask for one unit per kernel,
+# which a large module gets anyway.
 PER_KERNEL = ("--unit-cost", "1")
 
 
