@@ -3,7 +3,7 @@
 
 For every module of the real-world corpus (tests/realworld/corpus) that
 taskcache compiles whole by default because it is small (its kernels fit
-in one unit, or cost 2,000 statements or less in all), times in fresh
+in one unit, or cost 1,500 statements or less in all), times in fresh
 processes, interleaved, a cold build (no records, toolchain memos kept):
 
   whole      taskcache's default: the module as one compile, no link

@@ -191,11 +191,12 @@ static void note_after_nul(tc_ptx_job *j)
  * - one unit of the default size holds every kernel: the split build would
  *   compile the same kernels, then link;
  * - the kernels' cost, callees included, is at most TC_WHOLE_MAX_COST
- *   statements. Measured on llm.c's files of 3-13 kernels and 270-2,000
- *   statements (2 cores, cold, fresh processes): split builds took 1.3-1.6x
- *   the time of ptxas -split-compile=0 and an edit saved nothing against
- *   compiling the whole module again (they are a unit or two each); on the
- *   16-core H200 they were 0.74-0.93x of -split-compile=0.
+ *   statements. On llm.c's files of 3-8 kernels and 270-1,200 statements
+ *   (2 cores, fresh processes, bench/small_modules.py) a cold split build
+ *   took 1.3-1.7x the time of the whole compile, and an edit was no faster
+ *   than compiling the whole module again. Between 1,600 and 2,000
+ *   statements split edits were up to 2x faster (53 against 107 ms), so
+ *   those stay split.
  * The choice depends only on the text and the options, as the module key
  * does. A unit size given explicitly is a request for units, kept (tests
  * and the GPU checks link small modules so). */

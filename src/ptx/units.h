@@ -26,7 +26,7 @@
 #define TC_UNIT_COST_MANY_JOBS 8
 /* A module split by default whose kernels cost at most this many
  * statements in all is compiled whole (pipeline/module.c says why). */
-#define TC_WHOLE_MAX_COST 2000u
+#define TC_WHOLE_MAX_COST 1500u
 
 /* The unit size a build uses when none is given. */
 uint32_t tc_default_unit_cost(int jobs);

@@ -32,7 +32,7 @@ PTXAS = find_tool("ptxas")
 NVCC = find_tool("nvcc")
 
 
-# A small module (its kernels fit in one unit, or cost 2,000 statements or
+# A small module (its kernels fit in one unit, or cost 1,500 statements or
 # less) is compiled whole (no link). Tests of how split builds key, store
 # and link units use small modules, so they ask for one unit per kernel,
 # which a large module gets anyway.

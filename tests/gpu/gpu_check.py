@@ -269,7 +269,7 @@ def explain_dump(dir_a, dir_b, after_line):
 # cold-1 and cold-ewp-1 compile every kernel as a unit of its own (--unit-cost
 # 1): unit boundaries decide which functions a unit holds and whether it may
 # be compiled whole-program, so every build mode is run with both groupings.
-# A small module (its kernels fit in one default unit, or cost 2,000
+# A small module (its kernels fit in one default unit, or cost 1,500
 # statements or less) is compiled whole by default, as every module here
 # is: cold, warm and edit check that path, cold-ewp gives the default unit
 # size explicitly (whole-program units of 1000, the default's split), and
