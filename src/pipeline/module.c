@@ -225,11 +225,13 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 {
     tc_session *s = j->s;
     const char *threads = s->whole_threads ? s->whole_threads : "";
-    if (split)
-        /* "default": a small module is compiled whole (whole_by_default) */
-        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "small-",
+    if (split) {
+        snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "default-",
                  unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c", threads);
-    else if (s->o->output == TC_OUTPUT_OBJECT)
+        if (!s->o->unit_cost) /* a small module is compiled whole: the bound it used */
+            snprintf(j->plan + strlen(j->plan), sizeof j->plan - strlen(j->plan),
+                     ":whole<=%u", TC_WHOLE_MAX_COST);
+    } else if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(j->plan, sizeof j->plan, "object"); /* -c: no threads (see session.c) */
     else
         snprintf(j->plan, sizeof j->plan, "whole:%s", threads);
