@@ -28,7 +28,7 @@ static void undo_manifest(void *ctx) { (void)ctx; /* a failed decode keeps nothi
 static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const void *key,
                         size_t len)
 {
-    tc_status st = tc_session_prepare(s);
+    tc_status st = tc_session_prepare(s, 1); /* a group links its tasks */
     if (st != TC_OK)
         return st;
     tc_digest g;

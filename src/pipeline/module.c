@@ -241,11 +241,11 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
-    tc_status st = tc_session_prepare(s);
-    if (st != TC_OK)
-        return st;
     /* a relocatable object is one compile of the whole module (taskcache.h) */
     int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
+    tc_status st = tc_session_prepare(s, split);
+    if (st != TC_OK)
+        return st;
     /* the default size depends on the job count (ptx/units.h): machines
      * on the same side of TC_UNIT_COST_MANY_JOBS build a module from the
      * same units, and share their records */

@@ -61,7 +61,7 @@ int tc_session_files_ready(tc_session *s)
 {
     /* ptxas processes and nvlink read and write files; the in-process
      * compiler and nvJitLink work in memory */
-    int needs_files = !s->in_process || s->linker.kind != TC_LINKER_NVJITLINK;
+    int needs_files = !s->in_process || s->linker.kind == TC_LINKER_NVLINK;
     return !needs_files || make_scratch(s) != NULL;
 }
 
@@ -176,7 +176,7 @@ const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *bu
     return buf;
 }
 
-tc_status tc_session_prepare(tc_session *s)
+tc_status tc_session_prepare(tc_session *s, int links)
 {
     const tc_options *o = s->o;
     if (!o->arch[0])
@@ -186,13 +186,17 @@ tc_status tc_session_prepare(tc_session *s)
     tc_status st = find_compiler(s, &have_ptxas);
     if (st != TC_OK)
         return st;
-    /* whole-program units need libnvJitLink; a relocatable object links nothing */
-    int want_library = o->split && o->output == TC_OUTPUT_IMAGE &&
-                       o->unit_code != TC_UNIT_CODE_RELOCATABLE;
+    /* whole-program units need libnvJitLink */
+    int want_library = links && o->unit_code != TC_UNIT_CODE_RELOCATABLE;
     tc_sb err = TC_SB_INIT;
     int keyed = s->store || s->call == TC_CALL_EXPLAIN; /* a build without a cache keys nothing */
-    if (tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, keyed, want_library, &s->linker,
-                       &err) != 0) {
+    /* A build that links nothing looks for no linker: identifying nvlink
+     * runs it (15 ms without a cache to remember it in), and a whole
+     * compile's output does not depend on it. */
+    if (!links)
+        tc_sb_printf(&err, "nothing is linked");
+    if (!links || tc_linker_find(have_ptxas ? s->ptxas : NULL, s->store, keyed, want_library,
+                                 &s->linker, &err) != 0) {
         s->linker.kind = 0; /* only a split build needs one; said then */
         snprintf(s->linker.id, sizeof s->linker.id, "none");
         snprintf(s->linker_error, sizeof s->linker_error, "%s", err.data ? err.data : "");

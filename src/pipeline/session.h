@@ -89,8 +89,9 @@ void tc_unit_free(tc_unit *u);
  * -1 out of memory. */
 int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_options *opts,
                      const char *name);
-/* Finds the toolchain and fills the key context. */
-tc_status tc_session_prepare(tc_session *s);
+/* Finds the toolchain (the linker only if the call links: links) and
+ * fills the key context. */
+tc_status tc_session_prepare(tc_session *s, int links);
 /* Compiles with ptxas processes from now on, and keys as ptxas (a session
  * that found ptxas: s->ptxas not ""). */
 tc_status tc_session_use_ptxas(tc_session *s);

@@ -566,7 +566,7 @@ static tc_status build_tasks(tc_taskset *t)
     tc_session *s = t->s;
     if (cancelled(t))
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
-    tc_status st = tc_session_prepare(s);
+    tc_status st = tc_session_prepare(s, 1); /* tasks always link */
     if (st == TC_OK)
         st = key_and_look_up(t);
     if (st != TC_OK)

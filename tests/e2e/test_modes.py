@@ -156,6 +156,34 @@ def test_no_split_switch(tmp_path):
     assert elfsyms.kernels(str(tmp_path / "w.cubin")) == elfsyms.kernels(str(whole))
 
 
+def test_a_build_that_links_nothing_does_not_look_for_a_linker(tmp_path):
+    """Identifying nvlink runs it (15 ms), and a build without a cache has
+    nowhere to remember that: --no-split and ptxas -c identified a linker
+    they never use. A split build still finds the same nvlink (the check
+    that the recording linker is seen at all)."""
+    from tchelp import find_tool
+    nvlink = find_tool("nvlink")
+    calls = tmp_path / "calls"
+    fake = tmp_path / "nvlink"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexec "{nvlink}" "$@"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, TASKCACHE_NVLINK=str(fake), TASKCACHE_NVJITLINK="none")
+    src = os.path.join(corpus_dir(), "helpers.ptx")
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "w.cubin", "--arch", ARCH, "--no-cache",
+             "--no-split"], env=env, check=False)
+    assert p.returncode == 0 and elfsyms.kernels(str(tmp_path / "w.cubin")), p.stderr
+    # ptxas -c through the front end, into an empty cache (nothing remembered)
+    p = run([TASKCACHE, "ptxas", f"-arch={ARCH}", "-c", src, "-o", tmp_path / "w.o"],
+            env=dict(env, TASKCACHE_DIR=str(tmp_path / "cache")), check=False)
+    assert p.returncode == 0 and (tmp_path / "w.o").stat().st_size, p.stderr
+    assert not calls.exists(), calls.read_text()
+    p = run([TASKCACHE, "build", src, "-o", tmp_path / "s.cubin", "--arch", ARCH, "--no-cache",
+             *PER_KERNEL], env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    assert calls.exists() and "--version" in calls.read_text()
+    assert elfsyms.kernels(str(tmp_path / "s.cubin"))
+
+
 def test_a_module_of_one_unit_is_compiled_whole(tmp_path):
     """Kernels that fit in one unit are compiled as the whole module: the
     split build would compile them once too, then the module data, then
