@@ -186,6 +186,16 @@ static tc_remote_outcome judge_curl(CURLcode rc)
     }
 }
 
+/* An HTTP status other than the expected one: a 4xx says the request
+ * itself is refused (a retry is sent the same answer), save a timeout
+ * (408), "too early" (425) and "too many requests" (429), which say
+ * "later"; anything else (5xx) may be gone on the next attempt. */
+static tc_remote_outcome judge_status(long status)
+{
+    int later = status == 408 || status == 425 || status == 429;
+    return status >= 400 && status < 500 && !later ? TC_REMOTE_REFUSED : TC_REMOTE_FAILED;
+}
+
 /* Words for an HTTP status a server gave instead of the expected one. */
 static const char *status_hint(long status)
 {
@@ -321,7 +331,7 @@ static tc_remote_outcome http_get(tc_transport *t, const char *name, uint64_t ma
         o = TC_REMOTE_MISSING;
     } else if (o == TC_REMOTE_OK && status != 200) {
         snprintf(why, n, "GET %s: HTTP %ld%s", url.data, status, status_hint(status));
-        o = TC_REMOTE_FAILED;
+        o = judge_status(status);
     }
     if (o != TC_REMOTE_OK)
         tc_sb_reset(out);
@@ -339,7 +349,7 @@ static tc_remote_outcome http_put(tc_transport *t, const char *name, const void 
     tc_remote_outcome o = request(h, "PUT", url.data, data, len, NULL, 0, &status, why, n);
     if (o == TC_REMOTE_OK && status != 200 && status != 201 && status != 204) {
         snprintf(why, n, "PUT %s: HTTP %ld%s", url.data, status, status_hint(status));
-        o = TC_REMOTE_FAILED;
+        o = judge_status(status);
     }
     tc_sb_free(&url);
     return o;
@@ -354,7 +364,7 @@ static tc_remote_outcome http_remove(tc_transport *t, const char *name, char *wh
     tc_remote_outcome o = request(h, "DELETE", url.data, NULL, 0, NULL, 0, &status, why, n);
     if (o == TC_REMOTE_OK && status >= 300 && status != 404) {
         snprintf(why, n, "DELETE %s: HTTP %ld%s", url.data, status, status_hint(status));
-        o = TC_REMOTE_FAILED;
+        o = judge_status(status);
     }
     tc_sb_free(&url);
     return o;

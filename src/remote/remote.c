@@ -294,7 +294,8 @@ int tc_remote_take_warning(tc_remote *r, char *buf, size_t n)
 /* Runs op until it succeeds, finds nothing, or fails in a way a retry
  * cannot mend; transient failures (an error answer: a restarting server, a
  * 503) are retried spec.retries times with a growing pause. A server that
- * is down or stalled is not retried: that would multiply the timeout. */
+ * is down or stalled is not retried: that would multiply the timeout; nor
+ * is a refusal (a 403, a 413): it would be refused again. */
 typedef tc_remote_outcome (*attempt_fn)(tc_transport *t, void *ctx, char *why, size_t n);
 
 static tc_remote_outcome with_retries(tc_remote *r, tc_transport *t, attempt_fn op, void *ctx,

@@ -73,7 +73,10 @@ typedef struct tc_remote_spec {
 typedef enum tc_remote_outcome {
     TC_REMOTE_OK = 0,
     TC_REMOTE_MISSING,   /* the server has no such name */
-    TC_REMOTE_FAILED,    /* the server answered with an error (5xx, full, refused) */
+    TC_REMOTE_FAILED,    /* the server answered with an error another attempt may
+                            mend (5xx, 408, 429) or a transfer broke off */
+    TC_REMOTE_REFUSED,   /* the server refused the request for good (4xx: credentials,
+                            method, size): asking again gets the same answer */
     TC_REMOTE_DOWN,      /* no usable answer: cannot connect, timed out, connection lost */
     TC_REMOTE_OFF        /* not asked: this process found the server down (or failing
                             every time), or inherited the remote across fork() */

@@ -624,7 +624,8 @@ static int remote_get(tc_store *st, const char *target, uint32_t kind, const tc_
         pthread_mutex_lock(&st->lock);
         uint64_t *c = st->remote_counts.v;
         c[hit ? TC_C_REMOTE_HITS : TC_C_REMOTE_MISSES]++;
-        c[TC_C_REMOTE_ERRORS] += o == TC_REMOTE_FAILED || o == TC_REMOTE_DOWN;
+        c[TC_C_REMOTE_ERRORS] += o == TC_REMOTE_FAILED || o == TC_REMOTE_REFUSED ||
+                                 o == TC_REMOTE_DOWN;
         c[TC_C_REMOTE_BAD] += o == TC_REMOTE_OK && !hit;
         c[TC_C_REMOTE_READ_BYTES] += rec.len;
         c[TC_C_REMOTE_READ_US] += (uint64_t)(seconds * 1e6);

@@ -301,7 +301,8 @@ class FaultHTTP:
     """An HTTP server that stores what is PUT (in memory) and serves it back,
     or, by mode: "truncate" (a GET's body cut in half, the connection
     closed), "garbage" (200 with random bytes of the same length), "503"
-    (every request), "full" (507 Insufficient Storage for every PUT),
+    (every request), "403" (every request), "full" (507 Insufficient
+    Storage for every PUT),
     "trickle" (every GET: 200, a 50 MiB Content-Length, then 512 bytes every
     quarter second for ever, above curl's stall limit of 1 KiB/s)."""
 
@@ -310,6 +311,7 @@ class FaultHTTP:
         self.running = True
         self.store = {}
         self.requests = 0
+        self.puts = {}      # path -> PUT requests for it
         self.headers = []   # every request's headers, for tests of authentication
         outer = self
 
@@ -330,8 +332,8 @@ class FaultHTTP:
                 outer.requests += 1
                 outer.headers.append(dict(self.headers))
                 body = outer.store.get(self.path)
-                if outer.mode == "503":
-                    return self._answer(503, b"busy")
+                if outer.mode in ("503", "403"):
+                    return self._answer(int(outer.mode), b"no")
                 if outer.mode == "trickle":
                     self.send_response(200)
                     self.send_header("Content-Length", str(50 << 20))
@@ -361,8 +363,9 @@ class FaultHTTP:
                 outer.requests += 1
                 outer.headers.append(dict(self.headers))
                 data = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if outer.mode == "503":
-                    return self._answer(503, b"busy")
+                outer.puts[self.path] = outer.puts.get(self.path, 0) + 1
+                if outer.mode in ("503", "403"):
+                    return self._answer(int(outer.mode), b"no")
                 if outer.mode == "full":
                     return self._answer(507, b"no space left")
                 outer.store[self.path] = data

@@ -451,6 +451,26 @@ def test_http_answers_that_are_not_records(tmp_path, modules, fault, counter):
         server.stop()
 
 
+@pytest.mark.parametrize("code,attempts", [("503", 3), ("403", 1)])
+def test_a_refusal_is_not_retried(tmp_path, modules, code, attempts):
+    """A 5xx may be gone on the next attempt, so an upload is tried
+    retries + 1 times; a 403 (or 401, 405, 413) says the request itself is
+    refused, and sending it twice more only makes the build slower and the
+    server's log longer. Either way the build is right and says why once."""
+    server = rs.FaultHTTP()
+    server.mode = code
+    try:
+        ptx, ref = modules[0]
+        stderr = build(ptx, tmp_path / "a.cubin", tmp_path / "a",
+                       server.url("tc") + "|retries=2")
+        assert (tmp_path / "a.cubin").read_bytes() == ref
+        assert server.puts and set(server.puts.values()) == {attempts}, server.puts
+        w = [x for x in warnings(stderr) if "remote" in x]
+        assert w and all(f"HTTP {code}" in x for x in w), w
+    finally:
+        server.stop()
+
+
 def test_a_full_server(tmp_path, modules, tmp_path_factory):
     server = rs.FaultHTTP()
     server.mode = "full"
