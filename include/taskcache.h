@@ -415,6 +415,18 @@ TC_API tc_status tc_options_set_exact_whole(tc_options *opts, int on);
  * NULL (the default): none. */
 TC_API tc_status tc_options_set_cancel(tc_options *opts, const volatile sig_atomic_t *flag);
 
+/* A function a build calls as it compiles, for a progress display: done
+ * of total compiles have finished (a split module's units, a module
+ * compiled whole as one, or tasks, each generated and compiled; a unit
+ * another process compiled while this build waited for it counts as
+ * done). It is called with done = 0 when compiling starts and once after
+ * each compile, one call at a time, from the build's threads: it must
+ * return quickly and must not wait for the build. A build that compiles
+ * nothing (every unit cached) never calls it. user is passed through.
+ * NULL (the default): none. */
+typedef void (*tc_progress_fn)(void *user, unsigned done, unsigned total);
+TC_API tc_status tc_options_set_progress(tc_options *opts, tc_progress_fn fn, void *user);
+
 /* Turns splitting off: the module is compiled whole (debugging aid). */
 TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 

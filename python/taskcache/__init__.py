@@ -149,6 +149,10 @@ class _TaskInfo(ctypes.Structure):
 
 _CODEGEN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_Task),
                             ctypes.c_void_p)
+# tc_progress_fn: (user, done, total)
+_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint)
+# the progress callbacks of live option handles, which the library calls
+_PROGRESS_OF = {}
 
 
 class _Host(ctypes.Structure):
@@ -261,6 +265,7 @@ def _L():
             "tc_options_set_compiler": (ctypes.c_int, [P, ctypes.c_int]),
             "tc_options_set_unit_code": (ctypes.c_int, [P, ctypes.c_int]),
             "tc_options_set_cancel": (ctypes.c_int, [P, ctypes.POINTER(ctypes.c_int)]),
+            "tc_options_set_progress": (ctypes.c_int, [P, _PROGRESS, P]),
             "tc_have_inprocess_compiler": (ctypes.c_int, []),
             "tc_build": (ctypes.c_int, [P, P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                         ctypes.POINTER(P)]),
@@ -381,7 +386,11 @@ class Options:
     """Build options. arch is required ("sm_90"). compiler_options are
     ptxas options as ptxas spells them ("-O3", "--maxrregcount=64"); every
     option is part of every key. compiler: None (automatic), "ptxas" or
-    "inprocess". jobs: parallel compiles (None = all CPUs)."""
+    "inprocess". jobs: parallel compiles (None = all CPUs). progress:
+    progress(done, total) is called as the build's compiles finish (units,
+    a module compiled whole, or tasks), first with done = 0, one call at a
+    time from its worker threads; not at all when nothing compiles. An
+    exception it raises is printed and ignored."""
     arch: str = "sm_90"
     compiler_options: Sequence[str] = ()
     jobs: Optional[int] = None
@@ -394,6 +403,7 @@ class Options:
     # None: whole-program units where libnvJitLink is found (the library's
     # default, or $TASKCACHE_UNIT_CODE); True: whole-program; False: relocatable
     whole_program_units: Optional[bool] = None
+    progress: Optional[Callable[[int, int], None]] = None
 
     def _handle(self):
         lib = _L()
@@ -426,11 +436,27 @@ class Options:
             lib.tc_options_set_split(h, int(self.split))
             if self.whole_program_units is not None:
                 lib.tc_options_set_unit_code(h, int(bool(self.whole_program_units)))
+            if self.progress is not None:
+                report = self.progress
+
+                def on_progress(_user, done, total):
+                    try:
+                        report(done, total)
+                    except Exception:  # a display's failure is not the build's
+                        traceback.print_exc()
+                cb = _PROGRESS(on_progress)
+                lib.tc_options_set_progress(h, cb, None)
+                _PROGRESS_OF[h] = cb  # alive while the handle is
             ok = True
             return h
         finally:
             if not ok:
-                lib.tc_options_free(h)
+                _free_options(h)
+
+
+def _free_options(h):
+    _L().tc_options_free(h)
+    _PROGRESS_OF.pop(h, None)
 
 
 # ---- results ------------------------------------------------------------------------------
@@ -970,7 +996,7 @@ class Cache:
             with self._use() as h:
                 status = fn(h, opts, data, len(data), _c(name, "name"), ctypes.byref(out))
         finally:
-            _L().tc_options_free(opts)
+            _free_options(opts)
         return _finish(status, out.value)
 
     def build(self, ptx: Union[str, bytes], options: Optional[Options] = None,
@@ -1084,7 +1110,7 @@ class Cache:
             lib.tc_result_free(out.value)  # the build has returned: nothing uses it
             raise
         finally:
-            lib.tc_options_free(opts)
+            _free_options(opts)
         return _finish(status, out.value)
 
     def lookup_group(self, group_key: bytes, options: Optional[Options] = None, *,
@@ -1103,7 +1129,7 @@ class Cache:
                 status = lib.tc_lookup_group(h, opts, cversion, gk, len(gk),
                                              ctypes.byref(out))
         finally:
-            lib.tc_options_free(opts)
+            _free_options(opts)
         if status == TC_ERR_NOT_FOUND:
             return None
         return _finish(status, out.value)

@@ -36,6 +36,8 @@ struct tc_options {
     tc_output output;
     int exact_whole;       /* tc_options_set_exact_whole */
     const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
+    tc_progress_fn progress;               /* tc_options_set_progress */
+    void *progress_user;
     int driver_load;       /* not public: the build stands in for a driver load (`taskcache
                               run`) and counts as one in the statistics */
 };

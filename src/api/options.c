@@ -157,6 +157,13 @@ tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag
     return TC_OK;
 }
 
+tc_status tc_options_set_progress(tc_options *o, tc_progress_fn fn, void *user)
+{
+    o->progress = fn;
+    o->progress_user = user;
+    return TC_OK;
+}
+
 tc_status tc_options_set_split(tc_options *o, int enabled)
 {
     o->split = !!enabled;

@@ -17,6 +17,7 @@
 
 #include "cli/common.h"
 #include "cli/maintain.h"
+#include "cli/progress.h"
 #include "cli/ptxas.h"
 #include "cli/remote.h"
 #include "cli/run.h"
@@ -63,7 +64,9 @@ static const char usage_build[] =
     "build replaces a regular OUT.cubin atomically and writes a device or a pipe\n"
     "in place; explain compiles nothing and lists every kernel with its unit,\n"
     "its keys and whether its unit is cached. Ctrl-C stops a build and removes\n"
-    "its temporary files; what already compiled stays cached.\n"
+    "its temporary files; what already compiled stays cached. On a terminal, a\n"
+    "build that runs for more than a second shows how many of its compiles are\n"
+    "done on one line, erased when it ends.\n"
     "\n"
     "target and compiler options (all of them are part of every cache key):\n"
     "  --arch sm_XX, -arch=sm_XX   GPU target, e.g. sm_90 or sm_90a (required)\n"
@@ -105,7 +108,8 @@ static const char usage_build[] =
     "                              but calls follow the full calling convention (more\n"
     "                              registers); links with nvlink or libnvJitLink\n"
     "  -v, --verbose               print what was reused and compiled\n"
-    "  -q, --quiet                 do not print notes (errors and warnings still print)\n"
+    "  -q, --quiet                 do not print notes or progress (errors and warnings\n"
+    "                              still print)\n"
     "  --full-keys                 explain: print whole 64-digit keys\n"
     "  --json                      explain: print JSON (every key in full, the\n"
     "                              parameter layout and the resource report)\n"
@@ -420,8 +424,10 @@ static int cmd_build(int argc, char **argv, int explain)
     }
     const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
     cli_catch_interrupts(a.opts);
+    cli_progress *progress = explain ? NULL : cli_progress_start(a.opts, name, a.quiet);
     tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
                            : tc_build(cache, a.opts, ptx, len, name, &r);
+    cli_progress_stop(progress);
     if (cli_interrupted())
         goto done;
     if (!r) {

@@ -5,6 +5,7 @@
 #include "pipeline/session.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,27 @@ void tc_session_count(tc_session *s, int counter, uint64_t n)
     pthread_mutex_lock(&s->delta_lock);
     s->delta.v[counter] += n;
     pthread_mutex_unlock(&s->delta_lock);
+}
+
+void tc_session_progress_begin(tc_session *s, size_t total)
+{
+    if (!s->o->progress || !total || s->call == TC_CALL_EXPLAIN)
+        return;
+    pthread_mutex_lock(&s->progress_lock);
+    s->progress_done = 0;
+    s->progress_total = total > UINT_MAX ? UINT_MAX : (unsigned)total;
+    s->o->progress(s->o->progress_user, 0, s->progress_total);
+    pthread_mutex_unlock(&s->progress_lock);
+}
+
+void tc_session_progress_step(tc_session *s)
+{
+    if (!s->o->progress)
+        return;
+    pthread_mutex_lock(&s->progress_lock);
+    if (s->progress_done < s->progress_total)
+        s->o->progress(s->o->progress_user, ++s->progress_done, s->progress_total);
+    pthread_mutex_unlock(&s->progress_lock);
 }
 
 /* The scratch directory, made on first use; NULL (with a diagnostic) when
@@ -418,6 +440,7 @@ int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_opti
     memset(s, 0, sizeof *s);
     s->scratch_lock = -1;
     pthread_mutex_init(&s->delta_lock, NULL);
+    pthread_mutex_init(&s->progress_lock, NULL);
     s->t0 = tc_now();
     s->call = call;
     s->cache = cache;
@@ -476,6 +499,7 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
             keep_within_limit(s, &after);
     }
     pthread_mutex_destroy(&s->delta_lock);
+    pthread_mutex_destroy(&s->progress_lock);
     tc_scratch_remove(s->scratch, s->scratch_lock);
     tc_cache_release(s->cache);
     r->status = st;

@@ -51,6 +51,9 @@ typedef struct tc_session {
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;
     pthread_mutex_t delta_lock;
+    unsigned progress_done, progress_total; /* tc_session_progress_*, under progress_lock,
+                                               which serializes the host's calls */
+    pthread_mutex_t progress_lock;
     char *scratch;             /* private temporary directory, made on first use */
     int scratch_lock;          /* held while it exists (util/scratch.h) */
 } tc_session;
@@ -89,6 +92,11 @@ void tc_unit_free(tc_unit *u);
  * -1 out of memory. */
 int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_options *opts,
                      const char *name);
+/* Tells the options' progress function (tc_options_set_progress) that
+ * total compiles start; then, from any thread, that one more is done. */
+void tc_session_progress_begin(tc_session *s, size_t total);
+void tc_session_progress_step(tc_session *s);
+
 /* Finds the toolchain (the linker only if the call links: links) and
  * fills the key context. */
 tc_status tc_session_prepare(tc_session *s, int links);

@@ -276,6 +276,7 @@ static tc_pool_step process_unit(void *ctx, size_t i)
     if (lease != TC_LEASE_NONE && tc_payload_read_unit(j->s, TC_REC_UNIT, &x->u, 0)) {
         x->u.hit = x->u.waited = 1;
         tc_store_unlock(fd);
+        tc_session_progress_step(j->s);
         return TC_POOL_DONE;
     }
     if (lease == TC_LEASE_BUSY) {
@@ -287,6 +288,7 @@ static tc_pool_step process_unit(void *ctx, size_t i)
     }
     compile_unit(j, x);
     tc_store_unlock(fd);
+    tc_session_progress_step(j->s);
     return TC_POOL_DONE;
 }
 
@@ -323,6 +325,7 @@ static tc_status compile_misses(tc_ptx_job *j)
         todo[i] = (size_t)(order[i] & UINT32_MAX);
     free(order);
     double t = tc_now();
+    tc_session_progress_begin(s, ntodo);
     tc_pool_work w = {todo, ntodo, s->o->jobs, process_unit, cancelled, j};
     int rc = tc_pool_run(&w);
     free(todo);

@@ -295,9 +295,8 @@ static int cancelled(void *ctx)
     return __atomic_load_n(&t->cancelled, __ATOMIC_RELAXED) || tc_options_cancelled(t->s->o);
 }
 
-static tc_pool_step generate_and_compile(void *ctx, size_t i)
+static void generate_and_compile_task(tc_taskset *t, size_t i)
 {
-    tc_taskset *t = ctx;
     tc_session *s = t->s;
     tc_task_unit *x = &t->units[i];
     tc_unit *u = &x->u;
@@ -306,16 +305,16 @@ static tc_pool_step generate_and_compile(void *ctx, size_t i)
     if (x->gen.cancel)
         __atomic_store_n(&t->cancelled, 1, __ATOMIC_RELAXED);
     if (cancelled(t))
-        return TC_POOL_DONE; /* nothing of a cancelled build is compiled or stored */
+        return; /* nothing of a cancelled build is compiled or stored */
     if (x->gen.error || !x->gen.ptx.len || x->gen.ptx.oom) {
         if (!x->gen.error)
             x->gen.error = strdup(x->gen.ptx.oom ? "out of memory" : "codegen produced no PTX");
         x->failed = 1;
-        return TC_POOL_DONE;
+        return;
     }
     if (task_entries(x, &u->log) != 0) {
         x->failed = 1;
-        return TC_POOL_DONE;
+        return;
     }
     char name[48];
     snprintf(name, sizeof name, "task%zu.ptx", i);
@@ -340,6 +339,13 @@ static tc_pool_step generate_and_compile(void *ctx, size_t i)
     if (path && !s->in_process)
         unlink(path);
     free(path);
+}
+
+static tc_pool_step generate_and_compile(void *ctx, size_t i)
+{
+    tc_taskset *t = ctx;
+    generate_and_compile_task(t, i);
+    tc_session_progress_step(t->s);
     return TC_POOL_DONE;
 }
 
@@ -352,6 +358,7 @@ static tc_status run_misses(tc_taskset *t)
     if (count)
         tc_linker_prewarm(&s->linker, s->o->arch); /* the linker's first use, meanwhile */
     double start = tc_now();
+    tc_session_progress_begin(s, count);
     tc_pool_work w = {t->todo + from, count, s->o->jobs, generate_and_compile, cancelled, t};
     if (tc_pool_run(&w) != 0)
         return TC_ERR_NOMEM;

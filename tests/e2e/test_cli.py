@@ -3,6 +3,8 @@ cache location, stats, clear, explain."""
 
 import json
 import os
+import re
+import subprocess
 
 import pytest
 
@@ -287,3 +289,56 @@ def test_compiler_options_reach_ptxas(simple, tmp_path):
     p = build(simple, tmp_path / "o.cubin", None, "-maxrregcount", "8", "-O", "2",
               "-lineinfo", "--fmad=false", check=False)
     assert p.returncode == 0, p.stderr
+
+
+def slow_ptxas(tmp_path, seconds):
+    """A ptxas that takes `seconds` longer over every compile."""
+    from tchelp import PTXAS
+    p = tmp_path / "slow-ptxas"
+    p.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep {seconds} ;; esac\n'
+                 f'exec "{PTXAS}" "$@"\n')
+    p.chmod(0o755)
+    return p
+
+
+def on_a_terminal(args):
+    """Runs args with standard error on a pseudo-terminal: what it wrote."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen([str(a) for a in args], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other end is closed
+                chunk = b""
+            if not chunk:
+                break
+            out += chunk
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    assert p.wait() == 0, out
+    return out.decode(errors="replace")
+
+
+def test_a_long_build_shows_its_progress_on_a_terminal(simple, tmp_path):
+    """A build that runs for more than a second says, on one line of a
+    terminal redrawn in place, how many of its compiles are done; the line
+    is gone when the build ends. A log (no terminal) and -q get nothing."""
+    slow = slow_ptxas(tmp_path, 0.8)
+    args = [TASKCACHE, "build", simple, "-o", tmp_path / "o.cubin", "--arch", ARCH, "-j", "1",
+            "--compiler", "ptxas", "--ptxas", slow, *PER_KERNEL]
+    shown = on_a_terminal(args + ["--cache-dir", tmp_path / "a"])
+    line = r"\r\x1b\[Ktaskcache: simple\.ptx: 1 of \d compiled, \d s"
+    assert re.search(line, shown), repr(shown)
+    last = shown.rsplit("\r\x1b[K", 1)
+    assert len(last) == 2 and "compiled" not in last[1], repr(shown)  # erased at the end
+    assert "compiled" not in on_a_terminal(args + ["--cache-dir", tmp_path / "b", "-q"])
+    p = run(args + ["--cache-dir", tmp_path / "c"])
+    assert "compiled" not in p.stderr and "\x1b" not in p.stderr

@@ -63,6 +63,28 @@ def test_build_and_warm(cache):
     assert cache.stats()["module_hits"] == 1
 
 
+def test_progress_reports_every_compile(cache):
+    """progress(done, total) hears of every compile, in order, and nothing
+    when every unit is cached; an exception in it does not fail the build."""
+    seen = []
+    opts = tc.Options(arch="sm_90", unit_cost=2000, module_cache=False,
+                      progress=lambda done, total: seen.append((done, total)))
+    r = cache.build(EXAMPLE, opts)
+    n = r.report.units_compiled
+    assert n >= 2 and seen == [(k, n) for k in range(n + 1)]
+    seen.clear()
+    cache.build(EXAMPLE, opts)  # every unit cached
+    assert seen == []
+    host = Host([1, 2, 3])
+    cache.build_tasks(host.tasks(), host.codegen, opts, version="progress")
+    assert seen == [(k, 3) for k in range(4)]
+
+    def broken(done, total):
+        raise RuntimeError("a progress display that fails")
+    r = cache.build(EXAMPLE, tc.Options(arch="sm_90", split=False, progress=broken))
+    assert r.image[:4] == b"\x7fELF"
+
+
 def test_errors_raise_with_file_and_line(cache):
     with pytest.raises(tc.TaskcacheError) as exc:
         cache.build(".version 8.0\n.target sm_90\n.entry k() {\n", OPTS, name="bad.ptx")

@@ -765,6 +765,98 @@ static void test_cancel(const char *dir)
     tc_cache_close(cache);
 }
 
+/* ---- progress ---------------------------------------------------------------------- */
+
+typedef struct progress_log {
+    pthread_mutex_t m;
+    int inside;            /* a call is running: another one at once is a failure */
+    int overlapped;
+    size_t n;
+    unsigned done[64], total[64];
+} progress_log;
+
+static void record_progress(void *user, unsigned done, unsigned total)
+{
+    progress_log *p = user;
+    pthread_mutex_lock(&p->m);
+    p->overlapped |= p->inside;
+    p->inside = 1;
+    pthread_mutex_unlock(&p->m);
+    usleep(1000); /* a second call would come in now, were calls not one at a time */
+    pthread_mutex_lock(&p->m);
+    if (p->n < 64) {
+        p->done[p->n] = done;
+        p->total[p->n] = total;
+        p->n++;
+    }
+    p->inside = 0;
+    pthread_mutex_unlock(&p->m);
+}
+
+/* The calls a build made are (0, total), (1, total), ... (total, total). */
+static void check_progress(progress_log *p, unsigned total)
+{
+    CHECK(!p->overlapped);
+    CHECK(p->n == (size_t)total + 1);
+    for (size_t i = 0; i < p->n; i++)
+        CHECK(p->done[i] == i && p->total[i] == total);
+    p->n = 0;
+}
+
+static void test_progress(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    progress_log p;
+    memset(&p, 0, sizeof p);
+    pthread_mutex_init(&p.m, NULL);
+    tc_options_set_progress(o, record_progress, &p);
+    /* tasks: one call per task generated and compiled */
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    tc_host host = {"progress 1", toy_codegen, &t, 0, "g", 1};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
+    check_progress(&p, 4);
+    tc_result_free(r);
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK); /* all cached */
+    CHECK(p.n == 0);
+    tc_result_free(r);
+    /* a split module: one call per unit compiled; none when all are cached */
+    char ptx[4096];
+    size_t len = (size_t)snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90\n"
+                                  ".address_size 64\n");
+    for (int k = 0; k < 3; k++)
+        len += (size_t)snprintf(ptx + len, sizeof ptx - len,
+                                ".visible .entry split%d(.param .u64 out)\n{\n"
+                                " .reg .b32 %%r<3>;\n .reg .b64 %%rd<3>;\n"
+                                " ld.param.u64 %%rd1, [out];\n mov.u32 %%r1, %d;\n"
+                                " st.global.u32 [%%rd1], %%r1;\n ret;\n}\n",
+                                k, k);
+    tc_options_set_unit_cost(o, 1);
+    CHECK(tc_build(cache, o, ptx, len, "split.ptx", &r) == TC_OK);
+    tc_report rep;
+    tc_result_report(r, &rep);
+    CHECK(rep.split && rep.units_compiled == 3);
+    check_progress(&p, 3);
+    tc_result_free(r);
+    tc_options_set_tier(o, TC_TIER_MODULE, 0); /* a relink: every unit cached */
+    CHECK(tc_build(cache, o, ptx, len, "split.ptx", &r) == TC_OK);
+    CHECK(p.n == 0);
+    tc_result_free(r);
+    /* a module compiled whole: one compile */
+    tc_options_set_split(o, 0);
+    CHECK(tc_build(cache, o, ptx, len, "whole.ptx", &r) == TC_OK);
+    check_progress(&p, 1);
+    tc_result_free(r);
+    tc_options_free(o);
+    pthread_mutex_destroy(&p.m);
+    tc_cache_close(cache);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 typedef void (*test_fn)(const char *dir);
@@ -798,6 +890,7 @@ int main(void)
     run("PTX with its NUL terminator", test_ptx_with_terminator);
     run("stale cached task", test_stale_cached_task_is_regenerated);
     run("serialized codegen across calls", test_serialized_codegen_across_calls);
+    run("progress", test_progress);
     run("serialized codegen, nested build", test_serialized_codegen_nested);
     run("cancel", test_cancel);
     return check_report("test_tasks");
