@@ -610,10 +610,12 @@ def main():
     skip = set(filter(None, a.skip.split(",")))
     need = set(filter(None, a.need.split(",")))
     # the quick JITs first: a run cut off by the device's time limit has them
+    # numba: numba.cuda imports, and what it imports to compile a kernel
+    # (a numba-cuda that does not match the numpy beside it fails only there)
     for name, module in (("cupy", "cupy"), ("cudacore", "cuda.core"), ("drvlink", "numpy"),
                          ("torch", "torch"),
-                         ("numba", "numba.cuda"), ("quadrants", "quadrants"),
-                         ("physics", "quadrants")):
+                         ("numba", "numba.cuda, numba.cuda.np.arrayobj"),
+                         ("quadrants", "quadrants"), ("physics", "quadrants")):
         if name in skip:
             continue
         # numba-cuda 0.30 imports np.row_stack, which numpy 2.5 removed: its
@@ -629,8 +631,9 @@ def main():
                 continue
         else:
             try:
-                __import__(module)
-            except Exception as e:  # the JIT is not installed here
+                for m in module.split(", "):
+                    __import__(m)
+            except Exception as e:  # the JIT is not installed here, or cannot compile
                 missing.append(f"{name} ({type(e).__name__}: {e})")
                 continue
         print(f"[intercept] {name} ...", flush=True)
