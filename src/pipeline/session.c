@@ -45,7 +45,7 @@ void tc_session_count(tc_session *s, int counter, uint64_t n)
 
 void tc_session_progress_begin(tc_session *s, size_t total)
 {
-    if (!s->o->progress || !total || s->call == TC_CALL_EXPLAIN)
+    if (!s->o->progress || !total)
         return;
     pthread_mutex_lock(&s->progress_lock);
     s->progress_done = 0;
