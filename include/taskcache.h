@@ -412,6 +412,8 @@ TC_API tc_status tc_options_set_exact_whole(tc_options *opts, int on);
  * before it starts compiling and before each compile (units already
  * compiled stay in the cache: each is correct on its own), tc_explain
  * before it starts. Either way the build's temporary files are removed.
+ * A lookup in a remote cache (tc_cache_set_remote) that waits on a slow
+ * server gives up within about a second of the flag being raised.
  * NULL (the default): none. */
 TC_API tc_status tc_options_set_cancel(tc_options *opts, const volatile sig_atomic_t *flag);
 

@@ -131,6 +131,18 @@ void cli_catch_interrupts(tc_options *opts)
 
 int cli_interrupted(void) { return interrupted; }
 
+/* What a Ctrl-C leaves uploads to a remote, in seconds */
+#define INTERRUPTED_FLUSH_S 1.0
+
+void cli_close_cache(tc_cache *cache)
+{
+    if (cache && interrupted) {
+        (void)tc_cache_flush(cache, INTERRUPTED_FLUSH_S, NULL);
+        return;
+    }
+    tc_cache_close(cache);
+}
+
 void cli_die_of_interrupt(void)
 {
     int sig = interrupted;

@@ -47,4 +47,10 @@ void cli_catch_interrupts(tc_options *opts);
 int cli_interrupted(void);
 void cli_die_of_interrupt(void);
 
+/* Closes cache (NULL allowed). Once interrupted, the process is about to
+ * die of it: uploads still queued get a second, not the remote's
+ * flush-timeout, which a stalled server takes in full, and the handle is
+ * left to the exit. */
+void cli_close_cache(tc_cache *cache);
+
 #endif

@@ -64,7 +64,8 @@ static const char usage_build[] =
     "build replaces a regular OUT.cubin atomically and writes a device or a pipe\n"
     "in place; explain compiles nothing and lists every kernel with its unit,\n"
     "its keys and whether its unit is cached. Ctrl-C stops a build and removes\n"
-    "its temporary files; what already compiled stays cached. On a terminal, a\n"
+    "its temporary files, without waiting for a slow remote cache (lookups give\n"
+    "up, uploads get a second); what already compiled stays cached. On a terminal, a\n"
     "build that runs for more than a second shows how many of its compiles are\n"
     "done on one line, erased when it ends.\n"
     "\n"
@@ -454,7 +455,7 @@ static int cmd_build(int argc, char **argv, int explain)
 done:
     tc_result_free(r);
     free(ptx);
-    tc_cache_close(cache);
+    cli_close_cache(cache);
     tc_options_free(a.opts);
     if (cli_interrupted())
         cli_die_of_interrupt(); /* having removed what the build left */

@@ -342,7 +342,7 @@ static const char *build(const px_args *a, const char *real)
              rep.split ? "split" : "whole module", rep.seconds);
 done:
     tc_result_free(r);
-    tc_cache_close(cache);
+    cli_close_cache(cache);
     tc_options_free(o);
     free(ptx);
     if (cli_interrupted())

@@ -140,7 +140,8 @@ static void read_memo(tc_canon_memo *m)
     int bad = 0;
     /* local only (canon_memo.h); a bad record is counted as every other
      * kind is, and rewritten */
-    if (!tc_store_get(s->store, s->o->arch, TC_REC_CANON, &m->lineage, 0, &payload, &len, &bad)) {
+    if (!tc_store_get(s->store, s->o->arch, TC_REC_CANON, &m->lineage, 0, NULL, &payload, &len,
+                      &bad)) {
         if (bad && s->call != TC_CALL_EXPLAIN)
             tc_session_count(s, TC_C_BAD_RECORDS, 1);
         return;

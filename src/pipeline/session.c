@@ -360,7 +360,8 @@ int tc_session_read_record(tc_session *s, uint32_t kind, const tc_digest *key, i
     char *payload = NULL;
     size_t len = 0;
     int bad = 0;
-    int ok = tc_store_get(s->store, s->o->arch, kind, key, first_look, &payload, &len, &bad);
+    int ok = tc_store_get(s->store, s->o->arch, kind, key, first_look, s->o->cancel, &payload,
+                          &len, &bad);
     if (ok) {
         ok = decode(ctx, &payload, len) == 0;
         free(payload);
@@ -384,7 +385,7 @@ uint8_t *tc_session_prefetch(tc_session *s, uint32_t kind, tc_unit_at_fn unit, v
     if (keys && state) {
         for (size_t i = 0; i < n; i++)
             keys[i] = unit(ctx, i)->key;
-        if (tc_store_prefetch(s->store, s->o->arch, kind, keys, n, state) == 0) {
+        if (tc_store_prefetch(s->store, s->o->arch, kind, keys, n, s->o->cancel, state) == 0) {
             free(state);
             state = NULL;
         }

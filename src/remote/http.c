@@ -218,6 +218,8 @@ static const char *status_hint(long status)
 typedef struct transfer_clock {
     double start, timeout_s;
     int expired;
+    const tc_transport *t; /* its cancel flag ends the transfer too */
+    int cancelled;
 } transfer_clock;
 
 static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -227,6 +229,11 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     (void)dltotal;
     (void)ulnow;
     curl_off_t moved = ultotal > dlnow ? ultotal : dlnow;
+    /* libcurl calls this at least once a second while nothing moves */
+    if (tc_transport_cancelled(k->t)) {
+        k->cancelled = 1;
+        return 1;
+    }
     if (tc_remote_now() - k->start > k->timeout_s + (double)(moved >> 18)) {
         k->expired = 1;
         return 1; /* ends the transfer: CURLE_ABORTED_BY_CALLBACK */
@@ -260,7 +267,7 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     cu.setopt(c, CURLOPT_TIMEOUT_MS, (long)(s->timeout_ms + (size >> 18) * 1000));
     cu.setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     cu.setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((s->timeout_ms + 999) / 1000));
-    transfer_clock clock = {tc_remote_now(), (double)s->timeout_ms / 1000, 0};
+    transfer_clock clock = {tc_remote_now(), (double)s->timeout_ms / 1000, 0, &h->base, 0};
     cu.setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     cu.setopt(c, CURLOPT_XFERINFODATA, &clock);
     cu.setopt(c, CURLOPT_NOPROGRESS, 0L);
@@ -309,6 +316,10 @@ static tc_remote_outcome request(http *h, const char *method, const char *url, c
     if (snk.too_large || rc == CURLE_FILESIZE_EXCEEDED) {
         snprintf(why, n, "%s %s: the answer is larger than any record of its kind", method, url);
         return TC_REMOTE_FAILED;
+    }
+    if (clock.cancelled) {
+        snprintf(why, n, "%s %s: cancelled", method, url);
+        return TC_REMOTE_CANCELLED;
     }
     if (clock.expired) {
         snprintf(why, n, "%s %s: timed out (longer than the timeout, %g s, and a second "

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@
 #define MAX_NODES 128
 /* Redirections one command may follow: a slot moves once, an ASK adds one */
 #define MAX_HOPS 5
+/* How long a wait for a reply goes without looking at the cancel flag */
+#define CANCEL_POLL_MS 100
 
 typedef struct node {
     tc_remote_host host;
@@ -80,15 +83,44 @@ static int node_index(redis *x, const tc_remote_host *h)
     return x->nnodes++;
 }
 
-/* Sends what was appended to c, then reads `count` replies into
- * replies[], all within timeout_ms: the socket's timeout bounds each read
- * only, and a server sending a byte every half second never tripped it (a
- * build hung for good). 0, or -1 with c->err set; the deadline passed
- * reads as a timeout (REDIS_ERR_IO, errno EAGAIN). The replies read are
- * the caller's to free either way. */
-static int exchange(redisContext *c, long long timeout_ms, void **replies, int count)
+/* Whether the lookup x serves was cancelled (remote.h). */
+static int cancelled(const redis *x) { return tc_transport_cancelled(&x->base); }
+
+/* Waits until c's socket has bytes, at most ms, or -1 when the lookup was
+ * cancelled meanwhile: a stalled server holds a Ctrl-C for CANCEL_POLL_MS,
+ * not for the timeout. Over TLS, bytes the TLS layer has already read do
+ * not show on the socket, so there the read itself waits. */
+static int wait_readable(const redis *x, redisContext *c, long long ms)
 {
-    double deadline = tc_remote_now() + (double)timeout_ms / 1000;
+#ifdef TC_HAVE_HIREDIS_SSL
+    if (x->ssl)
+        return 0;
+#endif
+    while (ms > 0) {
+        if (cancelled(x))
+            return -1;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        long long slice = ms < CANCEL_POLL_MS ? ms : CANCEL_POLL_MS;
+        int got = poll(&p, 1, (int)slice);
+        if (got < 0 && errno == EINTR) /* the signal that raised the flag, perhaps */
+            continue;
+        if (got != 0) /* readable, closed, or an error the read reports */
+            return 0;
+        ms -= slice;
+    }
+    return 0; /* the read below times out */
+}
+
+/* Sends what was appended to c, then reads `count` replies into
+ * replies[], all within the spec's timeout: the socket's timeout bounds
+ * each read only, and a server sending a byte every half second never
+ * tripped it (a build hung for good). 0, or -1 with c->err set; the
+ * deadline passed reads as a timeout (REDIS_ERR_IO, errno EAGAIN), a
+ * cancel as REDIS_ERR_OTHER (cancelled(x) tells). The replies read are
+ * the caller's to free either way. */
+static int exchange(const redis *x, redisContext *c, void **replies, int count)
+{
+    double deadline = tc_remote_now() + (double)x->spec->timeout_ms / 1000;
     int done = 0, got = 0;
     for (int i = 0; i < count; i++)
         replies[i] = NULL;
@@ -106,6 +138,12 @@ static int exchange(redisContext *c, long long timeout_ms, void **replies, int c
             continue;
         }
         double left = deadline - tc_remote_now();
+        if (left > 0 && wait_readable(x, c, (long long)(left * 1000) + 1) != 0) {
+            c->err = REDIS_ERR_OTHER;
+            snprintf(c->errstr, sizeof c->errstr, "cancelled");
+            return -1;
+        }
+        left = deadline - tc_remote_now();
         if (left <= 0) {
             c->err = REDIS_ERR_IO;
             snprintf(c->errstr, sizeof c->errstr, "timed out");
@@ -119,14 +157,14 @@ static int exchange(redisContext *c, long long timeout_ms, void **replies, int c
     return 0;
 }
 
-/* Sends one command on c and reads its reply within timeout_ms; the reply,
- * or NULL (c->err says why). */
-static redisReply *call(redisContext *c, long long timeout_ms, int argc, const char **argv,
+/* Sends one command on c and reads its reply within the spec's timeout;
+ * the reply, or NULL (c->err says why). */
+static redisReply *call(const redis *x, redisContext *c, int argc, const char **argv,
                         const size_t *lens)
 {
     void *r = NULL;
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK ||
-        exchange(c, timeout_ms, &r, 1) != 0) {
+        exchange(x, c, &r, 1) != 0) {
         if (r)
             freeReplyObject(r);
         return NULL;
@@ -136,8 +174,14 @@ static redisReply *call(redisContext *c, long long timeout_ms, int argc, const c
 
 /* A failed connection in words, and whether the server stalled (a timeout
  * is not worth repeating: it would cost the timeout again). */
-static tc_remote_outcome connection_failed(node *nd, const char *doing, char *why, size_t n)
+static tc_remote_outcome connection_failed(const redis *x, node *nd, const char *doing,
+                                           char *why, size_t n)
 {
+    if (cancelled(x)) {
+        snprintf(why, n, "%s %s:%d: cancelled", doing, nd->host.name, nd->host.port);
+        drop(nd); /* a reply may still be on its way: the connection is not reused */
+        return TC_REMOTE_CANCELLED;
+    }
     const char *what = nd->c ? nd->c->errstr : "out of memory";
     if (nd->c && nd->c->err == REDIS_ERR_OOM && nd->reply_elements == SIZE_MAX)
         what = "its reply announced more array elements than taskcache ever reads";
@@ -157,9 +201,9 @@ static tc_remote_outcome handshake(redis *x, node *nd, int argc, const char **ar
     size_t lens[3];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    redisReply *r = call(nd->c, x->spec->timeout_ms, argc, argv, lens);
+    redisReply *r = call(x, nd->c, argc, argv, lens);
     if (!r)
-        return connection_failed(nd, "no answer from", why, n);
+        return connection_failed(x, nd, "no answer from", why, n);
     if (r->type != REDIS_REPLY_ERROR) {
         freeReplyObject(r);
         return TC_REMOTE_OK;
@@ -180,13 +224,13 @@ static tc_remote_outcome connect_node(redis *x, node *nd, char *why, size_t n)
     nd->c = redisConnectWithTimeout(nd->host.name, nd->host.port,
                                     tv_of(x->spec->connect_timeout_ms));
     if (!nd->c || nd->c->err)
-        return connection_failed(nd, "cannot connect to", why, n);
+        return connection_failed(x, nd, "cannot connect to", why, n);
     nd->reply_elements = 0;
     tc_redis_bound_reader(nd->c->reader, &nd->reply_elements);
     redisSetTimeout(nd->c, tv_of(x->spec->timeout_ms));
 #ifdef TC_HAVE_HIREDIS_SSL
     if (x->ssl && redisInitiateSSLWithContext(nd->c, x->ssl) != REDIS_OK)
-        return connection_failed(nd, "TLS with", why, n);
+        return connection_failed(x, nd, "TLS with", why, n);
 #endif
     const tc_remote_spec *s = x->spec;
     tc_remote_outcome o = TC_REMOTE_OK;
@@ -211,7 +255,7 @@ static void load_slots(redis *x, node *from)
 {
     const char *argv[] = {"CLUSTER", "SLOTS"};
     size_t lens[] = {7, 5};
-    redisReply *r = from->c ? call(from->c, x->spec->timeout_ms, 2, argv, lens) : NULL;
+    redisReply *r = from->c ? call(x, from->c, 2, argv, lens) : NULL;
     tc_slot_range *ranges = NULL;
     size_t count = 0;
     if (r && tc_cluster_parse_slots(r, &ranges, &count) == 0) {
@@ -282,7 +326,7 @@ static tc_remote_outcome command(redis *x, int argc, const char **argv, const si
             void *replies[2] = {NULL, NULL};
             if (redisAppendCommand(nd->c, "ASKING") == REDIS_OK &&
                 redisAppendCommandArgv(nd->c, argc, argv, lens) == REDIS_OK &&
-                exchange(nd->c, x->spec->timeout_ms, replies, 2) == 0)
+                exchange(x, nd->c, replies, 2) == 0)
                 r = replies[1];
             else if (replies[1])
                 freeReplyObject(replies[1]);
@@ -290,15 +334,15 @@ static tc_remote_outcome command(redis *x, int argc, const char **argv, const si
                 freeReplyObject(replies[0]);
             ask = 0;
         } else {
-            r = call(nd->c, x->spec->timeout_ms, argc, argv, lens);
+            r = call(x, nd->c, argc, argv, lens);
         }
         if (!r) {
             int stalled = nd->c && nd->c->err == REDIS_ERR_IO &&
                           (errno == EAGAIN || errno == EWOULDBLOCK);
-            tc_remote_outcome down = connection_failed(nd, "no answer from", why, n);
+            tc_remote_outcome down = connection_failed(x, nd, "no answer from", why, n);
             /* a connection idle since the server restarted fails once:
              * one fresh connection decides whether the server is there */
-            if (fresh || stalled)
+            if (fresh || stalled || down == TC_REMOTE_CANCELLED)
                 return down;
             continue;
         }
@@ -438,9 +482,9 @@ static redisReply *ask_node(redis *x, node *nd, const char *a, const char *b, ch
         return NULL;
     const char *argv[] = {a, b};
     size_t lens[] = {strlen(a), b ? strlen(b) : 0};
-    redisReply *r = call(nd->c, x->spec->timeout_ms, b ? 2 : 1, argv, lens);
+    redisReply *r = call(x, nd->c, b ? 2 : 1, argv, lens);
     if (!r)
-        connection_failed(nd, "no answer from", why, n);
+        connection_failed(x, nd, "no answer from", why, n);
     return r;
 }
 

@@ -250,6 +250,8 @@ static void note_problem(tc_remote *r, const char *what, const char *why)
 static void judge(tc_remote *r, int writing, tc_remote_outcome o, const char *why)
 {
     int *row = writing ? &r->write_failures : &r->read_failures;
+    if (o == TC_REMOTE_CANCELLED) /* the caller gave up: nothing learnt of the server */
+        return;
     if (o == TC_REMOTE_OK || o == TC_REMOTE_MISSING) {
         *row = 0;
         return;
@@ -306,6 +308,8 @@ static tc_remote_outcome with_retries(tc_remote *r, tc_transport *t, attempt_fn 
     for (int attempt = 0; attempt <= r->spec.retries; attempt++, pause *= 2) {
         if (attempt)
             pause_ms(pause);
+        if (tc_transport_cancelled(t))
+            return TC_REMOTE_CANCELLED;
         pipe_guard g;
         guard_pipe(&g);
         o = op(t, ctx, why, n);
@@ -332,7 +336,7 @@ static tc_remote_outcome attempt_get(tc_transport *t, void *ctx, char *why, size
 }
 
 tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc_sb *out,
-                                double *seconds)
+                                const volatile sig_atomic_t *cancel, double *seconds)
 {
     double t0 = tc_remote_now();
     char why[400] = "";
@@ -345,6 +349,8 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
      * release it. pid never changes. */
     if (r->pid != getpid())
         return TC_REMOTE_OFF;
+    if (cancel && *cancel)
+        return TC_REMOTE_CANCELLED;
     pthread_mutex_lock(&r->lock);
     while (usable(r, 0) && !r->nidle && r->nreaders == TC_REMOTE_READERS)
         pthread_cond_wait(&r->changed, &r->lock);
@@ -363,7 +369,11 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
         if (!t)
             t = open_transport(&r->spec, why, sizeof why);
         get_args a = {name, max, out};
+        if (t)
+            t->cancel = cancel;
         o = t ? with_retries(r, t, attempt_get, &a, why, sizeof why) : TC_REMOTE_DOWN;
+        if (t)
+            t->cancel = NULL;
         pthread_mutex_lock(&r->lock);
         judge(r, 0, o, why);
         if (t)

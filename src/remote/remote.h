@@ -19,6 +19,7 @@
 #ifndef TC_REMOTE_REMOTE_H
 #define TC_REMOTE_REMOTE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,8 +79,10 @@ typedef enum tc_remote_outcome {
     TC_REMOTE_REFUSED,   /* the server refused the request for good (4xx: credentials,
                             method, size): asking again gets the same answer */
     TC_REMOTE_DOWN,      /* no usable answer: cannot connect, timed out, connection lost */
-    TC_REMOTE_OFF        /* not asked: this process found the server down (or failing
+    TC_REMOTE_OFF,       /* not asked: this process found the server down (or failing
                             every time), or inherited the remote across fork() */
+    TC_REMOTE_CANCELLED  /* given up because the caller's cancel flag was raised (a
+                            Ctrl-C): no finding about the server */
 } tc_remote_outcome;
 
 typedef struct tc_remote tc_remote;
@@ -104,11 +107,13 @@ const tc_remote_spec *tc_remote_spec_of(const tc_remote *r);
 /* Looks name up, reading at most max bytes. Returns the outcome, with the
  * bytes in *out when TC_REMOTE_OK; *seconds (may be NULL) receives the
  * time the lookup took. A remote that was found down, or that a forked
- * child inherited, answers TC_REMOTE_OFF at once without I/O. Thread-safe:
+ * child inherited, answers TC_REMOTE_OFF at once without I/O. Once *cancel
+ * (may be NULL) is raised, the lookup ends within about a second, the
+ * server's timeout notwithstanding, with TC_REMOTE_CANCELLED. Thread-safe:
  * up to TC_REMOTE_READERS lookups run at once, each on a connection of its
  * own (kept for the next). */
 tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc_sb *out,
-                                double *seconds);
+                                const volatile sig_atomic_t *cancel, double *seconds);
 
 /* Queues data (len bytes, malloc'd; the remote takes it, whatever the
  * result) for upload under name. 0 queued; -1 not (read-only, down, too
@@ -159,7 +164,16 @@ typedef struct tc_transport_ops {
 } tc_transport_ops;
 struct tc_transport {
     const tc_transport_ops *ops;
+    /* Set by the remote around a lookup (NULL otherwise): once raised, the
+     * transport gives up what it waits for and answers TC_REMOTE_CANCELLED. */
+    const volatile sig_atomic_t *cancel;
 };
+
+/* Whether t's caller has cancelled what t is doing. */
+static inline int tc_transport_cancelled(const tc_transport *t)
+{
+    return t->cancel && *t->cancel;
+}
 
 /* Seconds on the monotonic clock: the transports' deadlines. */
 double tc_remote_now(void);

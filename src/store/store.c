@@ -608,19 +608,19 @@ static int remote_on(const tc_store *st) { return st->remote && st->rootfd >= 0;
  * whatever went wrong (the server, or the record it sent) is a miss,
  * counted. */
 static int remote_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
-                      char **payload, size_t *len)
+                      const volatile sig_atomic_t *cancel, char **payload, size_t *len)
 {
     char name[128];
     remote_name(target, kind, key, name, sizeof name);
     tc_sb rec = TC_SB_INIT;
     double seconds;
     tc_remote_outcome o = tc_remote_get(st->remote, name, tc_record_max_file(kind), &rec,
-                                        &seconds);
+                                        cancel, &seconds);
     int hit = o == TC_REMOTE_OK &&
               tc_record_decode(rec.data, rec.len, kind, key, tc_store_mac(st), payload, len) == 0;
     int kept = hit && tc_store_writable(st) &&
                write_record(st, target, kind, key, rec.data, rec.len) == 0;
-    if (o != TC_REMOTE_OFF) {
+    if (o != TC_REMOTE_OFF && o != TC_REMOTE_CANCELLED) { /* neither asked the server */
         pthread_mutex_lock(&st->lock);
         uint64_t *c = st->remote_counts.v;
         c[hit ? TC_C_REMOTE_HITS : TC_C_REMOTE_MISSES]++;
@@ -637,13 +637,14 @@ static int remote_get(tc_store *st, const char *target, uint32_t kind, const tc_
 }
 
 int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
-                 int ask_remote, char **payload, size_t *len, int *bad)
+                 int ask_remote, const volatile sig_atomic_t *cancel, char **payload,
+                 size_t *len, int *bad)
 {
     if (fault("read"))
         return 0;
     if (local_get(st, target, kind, key, payload, len, bad))
         return 1;
-    return ask_remote && remote_on(st) && remote_get(st, target, kind, key, payload, len);
+    return ask_remote && remote_on(st) && remote_get(st, target, kind, key, cancel, payload, len);
 }
 
 /* Whether the local store holds a file for kind/key (not verified: the
@@ -665,6 +666,7 @@ typedef struct prefetch {
     const char *target;
     uint32_t kind;
     const tc_digest *keys;
+    const volatile sig_atomic_t *cancel;
     uint8_t *state;
     size_t n, next;
     pthread_mutex_t lock;
@@ -683,14 +685,14 @@ static void *prefetch_thread(void *arg)
             return NULL;
         char *payload = NULL;
         size_t len = 0;
-        if (remote_get(p->st, p->target, p->kind, &p->keys[i], &payload, &len))
+        if (remote_get(p->st, p->target, p->kind, &p->keys[i], p->cancel, &payload, &len))
             p->state[i] = TC_PREFETCH_FETCHED;
         free(payload);
     }
 }
 
 size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const tc_digest *keys,
-                         size_t n, uint8_t *state)
+                         size_t n, const volatile sig_atomic_t *cancel, uint8_t *state)
 {
     size_t ask = 0;
     int remote_reads = remote_on(st) && !fault("read");
@@ -701,7 +703,7 @@ size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const 
     }
     if (!ask)
         return 0;
-    prefetch p = {st, target, kind, keys, state, n, 0, PTHREAD_MUTEX_INITIALIZER};
+    prefetch p = {st, target, kind, keys, cancel, state, n, 0, PTHREAD_MUTEX_INITIALIZER};
     pthread_t t[TC_REMOTE_READERS];
     size_t nt = 0, want = ask < TC_REMOTE_READERS ? ask : TC_REMOTE_READERS;
     while (nt + 1 < want && pthread_create(&t[nt], NULL, prefetch_thread, &p) == 0)
@@ -717,7 +719,7 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
 {
     char *p = NULL;
     size_t n;
-    int hit = tc_store_get(st, target, kind, key, 1, &p, &n, NULL);
+    int hit = tc_store_get(st, target, kind, key, 1, NULL, &p, &n, NULL);
     free(p);
     return hit;
 }

@@ -54,9 +54,12 @@ const char *tc_store_warning(const tc_store *st);
 /* Looks a record up locally and, on a miss when ask_remote, in the remote
  * tier. Returns 1 with its payload (malloc'd), or 0 for a miss; *bad is
  * set to 1 when a local record was there but did not verify (a remote one
- * is counted in the remote's figures). */
+ * is counted in the remote's figures). cancel (may be NULL): the build's
+ * cancel flag; once raised, a remote lookup gives up (a miss, not counted
+ * against the server) instead of waiting out a slow server's timeout. */
 int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
-                 int ask_remote, char **payload, size_t *len, int *bad);
+                 int ask_remote, const volatile sig_atomic_t *cancel, char **payload,
+                 size_t *len, int *bad);
 
 /* Whether a valid record exists, locally or in the remote tier (reads and
  * verifies it). */
@@ -69,10 +72,10 @@ int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_diges
  * record. state[i] receives TC_PREFETCH_LOCAL (a local file: not asked),
  * TC_PREFETCH_FETCHED (now local) or TC_PREFETCH_ASKED (not found, or the
  * remote failed: a miss, which tc_store_get need not ask again). Returns
- * how many were asked (0 without a remote). */
+ * how many were asked (0 without a remote). cancel: as for tc_store_get. */
 enum { TC_PREFETCH_LOCAL = 0, TC_PREFETCH_FETCHED = 1, TC_PREFETCH_ASKED = 2 };
 size_t tc_store_prefetch(tc_store *st, const char *target, uint32_t kind, const tc_digest *keys,
-                         size_t n, uint8_t *state);
+                         size_t n, const volatile sig_atomic_t *cancel, uint8_t *state);
 
 /* Stores a record, and queues it for the remote tier. Returns the number
  * of bytes written locally, or -1 when it could not be stored there (the

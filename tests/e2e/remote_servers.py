@@ -302,7 +302,7 @@ class FaultHTTP:
     or, by mode: "truncate" (a GET's body cut in half, the connection
     closed), "garbage" (200 with random bytes of the same length), "503"
     (every request), "403" (every request), "full" (507 Insufficient
-    Storage for every PUT),
+    Storage for every PUT), "stall-put" (every PUT read, then never answered),
     "trickle" (every GET: 200, a 50 MiB Content-Length, then 512 bytes every
     quarter second for ever, above curl's stall limit of 1 KiB/s)."""
 
@@ -368,6 +368,10 @@ class FaultHTTP:
                     return self._answer(int(outer.mode), b"no")
                 if outer.mode == "full":
                     return self._answer(507, b"no space left")
+                if outer.mode == "stall-put":
+                    while outer.running:
+                        time.sleep(0.1)
+                    return
                 outer.store[self.path] = data
                 return self._answer(201)
 

@@ -39,6 +39,15 @@ NVCC = find_tool("nvcc")
 PER_KERNEL = ("--unit-cost", "1")
 
 
+def slow_ptxas(tmp_path, seconds):
+    """A ptxas that takes `seconds` longer over every compile."""
+    p = tmp_path / "slow-ptxas"
+    p.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep {seconds} ;; esac\n'
+                 f'exec "{PTXAS}" "$@"\n')
+    p.chmod(0o755)
+    return p
+
+
 def run(args, check=True, **kw):
     """Runs a command; returns the CompletedProcess with text output."""
     p = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tchelp import ARCH, PER_KERNEL, TASKCACHE, build, run, stats, tc
+from tchelp import ARCH, PER_KERNEL, TASKCACHE, build, run, slow_ptxas, stats, tc
 
 SIMPLE = """.version 8.0
 .target sm_90
@@ -289,16 +289,6 @@ def test_compiler_options_reach_ptxas(simple, tmp_path):
     p = build(simple, tmp_path / "o.cubin", None, "-maxrregcount", "8", "-O", "2",
               "-lineinfo", "--fmad=false", check=False)
     assert p.returncode == 0, p.stderr
-
-
-def slow_ptxas(tmp_path, seconds):
-    """A ptxas that takes `seconds` longer over every compile."""
-    from tchelp import PTXAS
-    p = tmp_path / "slow-ptxas"
-    p.write_text(f'#!/bin/sh\ncase "$*" in *--version*) ;; *) sleep {seconds} ;; esac\n'
-                 f'exec "{PTXAS}" "$@"\n')
-    p.chmod(0o755)
-    return p
 
 
 def on_a_terminal(args):

@@ -19,13 +19,14 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 
 import remote_servers as rs
-from tchelp import ARCH, ROOT, TASKCACHE, tc
+from tchelp import ARCH, PER_KERNEL, ROOT, TASKCACHE, slow_ptxas, tc
 
 pytestmark = pytest.mark.skipif(not (rs.REDIS and rs.REDIS_CLI and rs.NGINX),
                                 reason="redis-server, redis-cli and nginx are not installed "
@@ -293,6 +294,58 @@ def test_a_stalled_server_costs_one_timeout(tmp_path, modules, redis):
         assert stats(tmp_path / "e")["remote_hits"] == 1
     finally:
         proxy.stop()
+
+
+def wait_for(condition, seconds=60):
+    end = time.time() + seconds
+    while not condition():
+        assert time.time() < end, "timed out waiting"
+        time.sleep(0.05)
+
+
+def interrupt(p):
+    """Ctrl-C for p: how long it took to die of it."""
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGINT and "interrupted" in stderr, stderr
+    return time.time() - t0
+
+
+@pytest.mark.parametrize("scheme", ["redis", "http"])
+def test_ctrl_c_does_not_wait_for_a_stalled_lookup(tmp_path, modules, scheme):
+    """A Ctrl-C during a lookup of a server that never answers waited out
+    the timeout (10 s by default). With a timeout of a minute here, the
+    build must die of the signal within seconds, and leave no output."""
+    proxy = rs.FaultProxy(rs.free_port())
+    proxy.mode = "stall"
+    try:
+        path = "/c" if scheme == "http" else ""
+        remote = f"{scheme}://127.0.0.1:{proxy.port}{path}|timeout=60s|flush-timeout=60s"
+        p = start_build(modules[0][0], tmp_path / "o.cubin", tmp_path / "c", remote)
+        wait_for(lambda: proxy.connections >= 1)
+        time.sleep(0.3)  # the request is sent and waits for its answer
+        assert interrupt(p) < 20
+        assert not (tmp_path / "o.cubin").exists()
+    finally:
+        proxy.stop()
+
+
+def test_ctrl_c_does_not_wait_for_stalled_uploads(tmp_path, modules):
+    """Lookups answered, every upload stalled: the build ends with a flush
+    of up to flush-timeout (a minute here). After a Ctrl-C the records
+    still queued get a second, not the minute."""
+    server = rs.FaultHTTP()
+    server.mode = "stall-put"
+    try:
+        remote = server.url("c") + "|timeout=60s|flush-timeout=60s"
+        p = start_build(modules[0][0], tmp_path / "o.cubin", tmp_path / "c", remote,
+                        "-j", "1", "--compiler", "ptxas", "--ptxas",
+                        str(slow_ptxas(tmp_path, 0.5)), *PER_KERNEL)
+        wait_for(lambda: server.puts)  # a unit compiled, its upload stalls
+        assert interrupt(p) < 20
+    finally:
+        server.stop()
 
 
 def test_a_reply_that_never_ends_costs_one_timeout(tmp_path, modules):

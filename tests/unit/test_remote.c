@@ -199,6 +199,8 @@ static struct fake_server {
     int put_delay_ms, get_delay_ms;
     int opened;             /* transports opened */
     int in_get, most_in_get; /* lookups running at once, and the most seen */
+    int wait_for_cancel;    /* a lookup waits (up to 5 s) for its cancel flag, as on a
+                               server that never answers */
 } fake = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void fake_reset(void)
@@ -211,6 +213,7 @@ static void fake_reset(void)
     fake.fail_times = 0;
     fake.put_delay_ms = fake.get_delay_ms = 0;
     fake.opened = fake.in_get = fake.most_in_get = 0;
+    fake.wait_for_cancel = 0;
     pthread_mutex_unlock(&fake.lock);
 }
 
@@ -235,10 +238,19 @@ static tc_remote_outcome forced(tc_remote_outcome o)
 static tc_remote_outcome fake_get(tc_transport *t, const char *name, uint64_t max, tc_sb *out,
                                   char *w, size_t n)
 {
-    (void)t;
     (void)max;
     pthread_mutex_lock(&fake.lock);
     int delay = fake.get_delay_ms;
+    if (fake.wait_for_cancel) {
+        fake.gets++;
+        pthread_mutex_unlock(&fake.lock);
+        for (int ms = 0; ms < 5000 && !tc_transport_cancelled(t); ms += 10) {
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        snprintf(w, n, "the fake waited for a cancel");
+        return tc_transport_cancelled(t) ? TC_REMOTE_CANCELLED : TC_REMOTE_DOWN;
+    }
     if (++fake.in_get > fake.most_in_get)
         fake.most_in_get = fake.in_get;
     pthread_mutex_unlock(&fake.lock);
@@ -321,7 +333,7 @@ static tc_transport *fake_open(const tc_remote_spec *s, void *ctx, char *w, size
     (void)ctx;
     (void)w;
     (void)n;
-    tc_transport *t = malloc(sizeof *t);
+    tc_transport *t = calloc(1, sizeof *t);
     t->ops = &fake_ops;
     pthread_mutex_lock(&fake.lock);
     fake.opened++;
@@ -350,9 +362,10 @@ static void test_uploads_flush_and_count(void)
     char w[400];
     CHECK(tc_remote_flush(r, 5, w, sizeof w) == 0);
     tc_sb got = TC_SB_INIT;
-    CHECK(tc_remote_get(r, "sm_90/u/bb", 100, &got, NULL) == TC_REMOTE_OK);
+    CHECK(tc_remote_get(r, "sm_90/u/bb", 100, &got, NULL, NULL) == TC_REMOTE_OK);
     CHECK(got.len == 4 && !memcmp(got.data, "two!", 4));
-    CHECK(tc_remote_get(r, "sm_90/u/cc", 100, &got, NULL) == TC_REMOTE_MISSING && got.len == 0);
+    CHECK(tc_remote_get(r, "sm_90/u/cc", 100, &got, NULL, NULL) == TC_REMOTE_MISSING &&
+          got.len == 0);
     tc_remote_writes c;
     tc_remote_take_writes(r, &c);
     CHECK(c.written == 2 && c.bytes == 7 && c.failed == 0);
@@ -371,9 +384,9 @@ static void test_a_server_down_is_asked_once(void)
     fake.fail_get = TC_REMOTE_DOWN;
     fake.fail_times = -1;
     tc_sb got = TC_SB_INIT;
-    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_DOWN);
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_DOWN);
     for (int i = 0; i < 50; i++)
-        CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_OFF);
+        CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_OFF);
     CHECK(fake.gets == 1); /* down is not retried: that would multiply a timeout */
     char w[700];
     CHECK(tc_remote_take_warning(r, w, sizeof w) == 1);
@@ -399,13 +412,13 @@ static void test_failures_are_retried_then_given_up(void)
     fake.fail_get = TC_REMOTE_FAILED;
     fake.fail_times = 2;
     tc_sb got = TC_SB_INIT;
-    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_MISSING);
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_MISSING);
     CHECK(fake.gets == 3);
     fake.fail_times = -1;
     for (int i = 0; i < 3; i++)
-        CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_FAILED);
+        CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_FAILED);
     CHECK(fake.gets == 3 + 3 * 3);
-    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_OFF);
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_OFF);
     /* uploads still go */
     CHECK(tc_remote_put(r, "sm_90/u/aa", dup_bytes("x"), 1) == 0);
     char w[700];
@@ -428,6 +441,47 @@ static void test_failures_are_retried_then_given_up(void)
 /* Uploads never wait for the network; the queue is bounded; a close
  * waits for the flush timeout and no longer, even with an upload stuck
  * on its thread. */
+static volatile sig_atomic_t cancel_flag;
+
+static void *raise_cancel_soon(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    cancel_flag = 1;
+    return NULL;
+}
+
+/* A raised cancel flag ends a lookup that waits on the server (a Ctrl-C
+ * during a lookup of a stalled server waited out its timeout, 10 s by
+ * default), is not retried, and says nothing of the server: the next
+ * lookup asks it again, and no warning is given. */
+static void test_a_cancel_ends_a_lookup(void)
+{
+    tc_remote *r = fake_remote("|retries=2");
+    fake.wait_for_cancel = 1;
+    cancel_flag = 0;
+    pthread_t raiser;
+    CHECK(pthread_create(&raiser, NULL, raise_cancel_soon, NULL) == 0);
+    tc_sb got = TC_SB_INIT;
+    double t0 = tc_remote_now();
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, &cancel_flag, NULL) == TC_REMOTE_CANCELLED);
+    CHECK(tc_remote_now() - t0 < 4); /* the fake would wait 5 s without the flag */
+    pthread_join(raiser, NULL);
+    CHECK(fake.gets == 1);
+    /* raised before the lookup: the server is not asked at all */
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, &cancel_flag, NULL) == TC_REMOTE_CANCELLED);
+    CHECK(fake.gets == 1);
+    fake.wait_for_cancel = 0;
+    cancel_flag = 0;
+    CHECK(tc_remote_get(r, "sm_90/u/aa", 100, &got, &cancel_flag, NULL) == TC_REMOTE_MISSING);
+    CHECK(fake.gets == 2);
+    char w[700];
+    CHECK(tc_remote_take_warning(r, w, sizeof w) == 0);
+    tc_sb_free(&got);
+    tc_remote_close(r, NULL);
+}
+
 static void test_flush_deadline_and_a_stuck_upload(void)
 {
     tc_remote *r = fake_remote("|flush-timeout=200ms");
@@ -478,7 +532,7 @@ static void test_a_forked_child_does_not_use_it(void)
     pid_t pid = fork();
     if (pid == 0) {
         tc_sb got = TC_SB_INIT;
-        int ok = tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_OFF &&
+        int ok = tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_OFF &&
                  tc_remote_put(r, "sm_90/u/bb", dup_bytes("y"), 1) == -1;
         tc_remote_close(r, NULL);
         _exit(ok ? 0 : 1);
@@ -499,7 +553,7 @@ static void test_a_forked_child_does_not_use_it(void)
 static void *slow_lookup(void *arg)
 {
     tc_sb got = TC_SB_INIT;
-    (void)tc_remote_get(arg, "sm_90/u/aa", 100, &got, NULL);
+    (void)tc_remote_get(arg, "sm_90/u/aa", 100, &got, NULL, NULL);
     tc_sb_free(&got);
     return NULL;
 }
@@ -522,7 +576,7 @@ static void test_a_child_forked_during_a_lookup(void)
         tc_sb got = TC_SB_INIT;
         char w[100];
         tc_remote_writes c;
-        int ok = tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL) == TC_REMOTE_OFF &&
+        int ok = tc_remote_get(r, "sm_90/u/aa", 100, &got, NULL, NULL) == TC_REMOTE_OFF &&
                  tc_remote_put(r, "sm_90/u/bb", dup_bytes("y"), 1) == -1 &&
                  tc_remote_take_warning(r, w, sizeof w) == 0;
         tc_remote_take_writes(r, &c);
@@ -612,11 +666,11 @@ static void test_the_store_verifies_and_keeps_remote_records(void)
     char *p = NULL;
     size_t n = 0;
     int bad = 0;
-    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k1, 1, &p, &n, &bad) == 1);
+    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k1, 1, NULL, &p, &n, &bad) == 1);
     CHECK(n == 11 && !memcmp(p, "payload one", 11) && !bad);
     free(p);
     int gets = fake.gets;
-    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k1, 1, &p, &n, &bad) == 1);
+    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k1, 1, NULL, &p, &n, &bad) == 1);
     free(p);
     CHECK(fake.gets == gets); /* the second look is local */
     char hex[65], path[4096], *local = NULL;
@@ -644,9 +698,9 @@ static void test_the_store_verifies_and_keeps_remote_records(void)
     tc_sb_append(&fake.values[i2], swapped.data, swapped.len);
     tc_sb_free(&swapped);
     p = NULL;
-    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k2, 1, &p, &n, &bad) == 0 && !p);
+    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k2, 1, NULL, &p, &n, &bad) == 0 && !p);
     fake.values[i2].len = 40;
-    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k2, 1, &p, &n, &bad) == 0 && !p);
+    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &k2, 1, NULL, &p, &n, &bad) == 0 && !p);
     CHECK(!bad); /* bad local records only */
     tc_counters c;
     memset(&c, 0, sizeof c);
@@ -694,7 +748,7 @@ static void test_prefetch_overlaps_lookups(void)
     fake.get_delay_ms = 50;
     fake.gets = fake.opened = fake.most_in_get = 0;
     uint8_t state[N];
-    CHECK(tc_store_prefetch(b, "sm_90", TC_REC_UNIT, keys, N, state) == N - 1);
+    CHECK(tc_store_prefetch(b, "sm_90", TC_REC_UNIT, keys, N, NULL, state) == N - 1);
     CHECK(state[0] == TC_PREFETCH_LOCAL);
     for (int i = 1; i < N - 2; i++)
         CHECK(state[i] == TC_PREFETCH_FETCHED);
@@ -707,7 +761,7 @@ static void test_prefetch_overlaps_lookups(void)
     size_t n = 0;
     int bad = 0;
     int gets = fake.gets;
-    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &keys[5], 1, &p, &n, &bad) == 1);
+    CHECK(tc_store_get(b, "sm_90", TC_REC_UNIT, &keys[5], 1, NULL, &p, &n, &bad) == 1);
     CHECK(n == 5 && !memcmp(p, "key 5", 5) && fake.gets == gets);
     free(p);
     tc_counters c;
@@ -756,6 +810,7 @@ int main(void)
     test_uploads_flush_and_count();
     test_a_server_down_is_asked_once();
     test_failures_are_retried_then_given_up();
+    test_a_cancel_ends_a_lookup();
     test_flush_deadline_and_a_stuck_upload();
     test_read_only_and_too_large();
     test_a_forked_child_does_not_use_it();
