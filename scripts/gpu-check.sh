@@ -41,8 +41,13 @@
 #       informational: issue 11's 16-core targets; GPU_CHECK_CORPUS_RUNS runs
 #       each, default 2; GPU_CHECK_CORPUS_ARGS replaces "--costs= all", e.g.
 #       "--costs= --variant split500=--unit-cost=500 nvcc-llmc/dev_global_norm")
+#   (l) issue 11's 2-core targets on a quiet machine: bench/edit_cost.py (edits
+#       and cold builds at several unit sizes, beside the edited kernel alone
+#       and -split-compile=0) and bench/run.py, both -j 2 and pinned to two
+#       CPUs (taskset); informational. GPU_CHECK_TWO_CORE_ARGS replaces the
+#       edit_cost.py arguments ("--costs 250,500,700 generated").
 # STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
-# xla, corpus.
+# xla, corpus, twocore.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
 # the taskcache builds of (a) with their cache expectations (gpu_run
@@ -491,6 +496,25 @@ else
     tail_log "$WORK/corpus-build.txt" 60
     case $crc in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(k) corpus cold builds" "$res" "$(grep -E '^(default slower|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')" 0
+fi
+
+# ---- (l) the 2-core targets, pinned to two CPUs ---------------------------------------------
+if skipped twocore; then say "(l) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(l) 2-core edits" "DRY" "timings belong to the GPU machine" 0
+else
+    cpus=$(taskset -pc $$ 2>/dev/null | awk -F': ' '{print $2}' | tr ',' '\n' | head -n 1)
+    pin="taskset -c ${cpus%%-*},$(( ${cpus%%-*} + 1 ))"
+    say "(l) the 2-core targets: $pin, bench/edit_cost.py and bench/run.py -j 2"
+    { timeout -k 10 "$(( $(left) > 60 ? ($(left) - 20) * 2 / 3 : 30 ))" $pin python3 bench/edit_cost.py \
+          --taskcache "$TASKCACHE" --jobs 2 ${GPU_CHECK_TWO_CORE_ARGS:---costs 250,500,700 generated}
+      timeout -k 10 "$(( $(left) > 40 ? $(left) - 20 : 20 ))" $pin python3 bench/run.py \
+          --taskcache "$TASKCACHE" --jobs 2 --runs 7; } > "$WORK/two-core.txt" 2>&1
+    lrc=$?
+    cp "$WORK/two-core.txt" "$OUT/" 2>/dev/null
+    cat "$WORK/two-core.txt" >> "$LOG"
+    tail_log "$WORK/two-core.txt" 60
+    case $lrc in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(l) 2-core edits" "$res" "$(grep -E '^   (cold|edit) ' "$WORK/two-core.txt" | tr -s ' ' | tr '\n' ';')" 0
 fi
 
 summary_and_exit
