@@ -10,9 +10,9 @@ processes, interleaved, medians of --runs:
   uc=N       taskcache build --unit-cost N, a cache that holds only the
              toolchain memos (as a user's cache does)
   default    taskcache build with no unit size given (units of 500
-             statements with -j 8 or more, else 1000; a module that fits in
-             one unit of 1000, or whose kernels cost 1,500 statements or
-             less, is compiled whole), memos kept
+             statements; a module that fits in one unit of 1000, or whose
+             kernels cost 1,500 statements or less, is compiled whole),
+             memos kept
   empty      the default unit size with an empty cache directory: the
              build also establishes the linker's and compiler's identity
              (a digest of libnvJitLink's ~100 MB), as the first build in a

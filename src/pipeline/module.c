@@ -190,8 +190,8 @@ static void note_after_nul(tc_ptx_job *j)
  * again in each, and links (the linker loaded first, in a fresh process);
  * a whole compile is one compile on the compiler's own threads, with the
  * compiler's own whole-program code. Small is either of:
- * - one unit of the default size holds every kernel: the split build would
- *   compile the same kernels, then link;
+ * - one unit of TC_WHOLE_UNIT_COST statements holds every kernel: the
+ *   split build would compile the same kernels, then link;
  * - the kernels' cost, callees included, is at most TC_WHOLE_MAX_COST
  *   statements. On llm.c's files of 3-8 kernels and 270-1,200 statements
  *   (2 cores, fresh processes, bench/small_modules.py) a cold split build
@@ -248,10 +248,7 @@ static tc_status build(tc_ptx_job *j)
     tc_status st = tc_session_prepare(s, split);
     if (st != TC_OK)
         return st;
-    /* the default size depends on the job count (ptx/units.h): machines
-     * on the same side of TC_UNIT_COST_MANY_JOBS build a module from the
-     * same units, and share their records */
-    uint32_t unit_cost = s->o->unit_cost ? s->o->unit_cost : tc_default_unit_cost(s->o->jobs);
+    uint32_t unit_cost = s->o->unit_cost ? s->o->unit_cost : TC_UNIT_COST_DEFAULT;
     make_plan(j, split, unit_cost);
     if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
         return TC_ERR_NOMEM;
@@ -264,8 +261,8 @@ static tc_status build(tc_ptx_job *j)
         s->delta.v[TC_C_MODULE_MISSES]++;
     if (tc_options_cancelled(s->o)) /* before the expensive part */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
-    /* A module this large is split (one unit holds about 1000 statements,
-     * some 40 KB of PTX), and its link's first use of the linker library,
+    /* A module this large is split (a module compiled whole for its size
+     * holds at most about 1000 statements, some 40 KB of PTX), and its link's first use of the linker library,
      * about 7 ms of loading, can then run beside the parse, which uses one
      * thread, rather than beside the canonical texts, which use them all.
      * Should it be compiled whole after all, the loading was a few ms of a
@@ -292,12 +289,12 @@ static tc_status build(tc_ptx_job *j)
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 0) {
-        if (tc_split_plan(j, s->o->unit_cost ? unit_cost : TC_UNIT_COST_DEFAULT) != 0)
+        if (tc_split_plan(j, s->o->unit_cost ? unit_cost : TC_WHOLE_UNIT_COST) != 0)
             return TC_ERR_NOMEM;
         if ((small = !s->o->unit_cost && whole_by_default(j, why, sizeof why))) {
             tc_split_free(j);
             rc = 1;
-        } else if (!s->o->unit_cost && unit_cost != TC_UNIT_COST_DEFAULT) {
+        } else if (!s->o->unit_cost) {
             tc_split_free(j);
             if (tc_split_plan(j, unit_cost) != 0)
                 return TC_ERR_NOMEM;

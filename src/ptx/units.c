@@ -10,11 +10,6 @@ static uint32_t round_pow2(uint32_t c)
     return (p - c > c - p / 2) ? p / 2 : p;
 }
 
-uint32_t tc_default_unit_cost(int jobs)
-{
-    return jobs >= TC_UNIT_COST_MANY_JOBS ? TC_UNIT_COST_FINE : TC_UNIT_COST_DEFAULT;
-}
-
 size_t tc_plan_units(const uint32_t *cost, const uint64_t *name_hash, size_t n,
                      uint32_t target, uint32_t *first)
 {

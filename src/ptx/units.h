@@ -13,23 +13,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Default target compile cost of a unit, in PTX statements. */
-#define TC_UNIT_COST_DEFAULT 1000u
-/* The default with TC_UNIT_COST_MANY_JOBS or more compile jobs. A cold
- * build waits for its largest unit; with many workers, halving the units
- * shortens that wait while the work they add (shared functions compiled
- * in more units, more objects to link) runs beside it. On the 16-core
- * H200 machine a cold build of Quadrants' runtime took 0.29 s against
- * 0.44 s, its physics step 0.37 against 0.42 s; on 2 cores halving made
- * them 10-30% slower, which is why it is not done there. */
-#define TC_UNIT_COST_FINE 500u
-#define TC_UNIT_COST_MANY_JOBS 8
+/* Default target compile cost of a unit, in PTX statements, the same on
+ * every machine. It once depended on the job count (1000 below 8 jobs):
+ * then a 2-core CI runner and a 16-core workstation built one module from
+ * different units, so a cache they shared served the second 18 of its 111
+ * units, and the same input gave another image at another -j. Units of 500
+ * cost a cold build on 2 cores about a tenth more and make an edit about
+ * a third cheaper there (bench/edit_cost.py); with many cores they shorten
+ * a cold build, whose critical path is its largest unit (the 16-core H200:
+ * Quadrants' runtime 0.29 s against 0.44 s at 1000, its physics step 0.37
+ * against 0.42 s). */
+#define TC_UNIT_COST_DEFAULT 500u
+/* A module split by default is compiled whole when one unit of this size
+ * would hold all its kernels, or (next) when they cost at most
+ * TC_WHOLE_MAX_COST statements in all (pipeline/module.c says why). */
+#define TC_WHOLE_UNIT_COST 1000u
 /* A module split by default whose kernels cost at most this many
  * statements in all is compiled whole (pipeline/module.c says why). */
 #define TC_WHOLE_MAX_COST 1500u
 
-/* The unit size a build uses when none is given. */
-uint32_t tc_default_unit_cost(int jobs);
 
 /* cost[i], name_hash[i] for n entries in name order. Writes the index of
  * each unit's first entry to first[] (capacity n) and returns the number of

@@ -379,7 +379,13 @@ class FaultHTTP:
                 outer.store.pop(self.path, None)
                 return self._answer(204)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            # socketserver listens with a backlog of 5: a build's 8 lookups
+            # at once then wait for a SYN retry (1 s) past the connect
+            # timeout (500 ms), which no real server makes them do
+            request_queue_size = 128
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

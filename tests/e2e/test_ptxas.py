@@ -18,7 +18,7 @@ EXE = os.path.abspath(TASKCACHE)  # some commands run in other directories
 
 def kernels_ptx(n, edited=None, body=1):
     """A module of n kernels; kernel `edited` computes something else. body:
-    statements of arithmetic per kernel (units hold ~1000 statements)."""
+    statements of arithmetic per kernel (units hold ~500 statements)."""
     out = [".version 8.0", f".target {ARCH}", ".address_size 64",
            ".func (.param .b32 r) twice (.param .b32 x)",
            "{", " .reg .b32 %r<3>;", " ld.param.u32 %r1, [x];", " add.u32 %r2, %r1, %r1;",
