@@ -277,28 +277,28 @@ int tc_body_next(tc_body *w, tc_body_tok *out)
 {
     if (w->done)
         return 0;
-    tc_tok t = tc_lex_next(&w->lx);
     memset(out, 0, sizeof *out);
-    out->tok = t;
+    tc_lex_scan(&w->lx, &out->tok);
+    const tc_tok *t = &out->tok;
     out->role = TC_BODY_OTHER;
-    if (t.kind == TK_ERROR)
-        return fail(w, t.line, w->lx.err);
-    if (t.kind == TK_EOF)
-        return fail(w, t.line, w->depth ? "function body is never closed"
-                                        : "function has neither a body nor ';'");
+    if (t->kind == TK_ERROR)
+        return fail(w, t->line, w->lx.err);
+    if (t->kind == TK_EOF)
+        return fail(w, t->line, w->depth ? "function body is never closed"
+                                         : "function has neither a body nor ';'");
     if (w->depth == 0) {
         out->role = TC_BODY_HEADER;
-        return header_token(w, &t, out);
+        return header_token(w, t, out);
     }
-    if (w->loc_line && t.line != w->loc_line)
+    if (w->loc_line && t->line != w->loc_line)
         new_statement(w); /* .loc ends with its line */
-    if (t.kind == TK_PUNCT)
-        return punct_token(w, &t, out);
-    if (t.kind == TK_IDENT) {
-        int rc = ident_token(w, &t, out);
+    if (t->kind == TK_PUNCT)
+        return punct_token(w, t, out);
+    if (t->kind == TK_IDENT) {
+        int rc = ident_token(w, t, out);
         if (w->stmt == STMT_LOC && out->role != TC_BODY_OPCODE) {
             out->inlined = (uint8_t)w->after_function_name;
-            w->after_function_name = tc_tok_is(&t, "function_name");
+            w->after_function_name = tc_tok_is(t, "function_name");
         }
         return rc;
     }

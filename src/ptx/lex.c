@@ -84,7 +84,7 @@ int tc_lex_peek_punct(const tc_lexer *lx, char c)
            c != '"';
 }
 
-tc_tok tc_lex_next(tc_lexer *lx)
+void tc_lex_scan(tc_lexer *lx, tc_tok *out)
 {
     const char *e = lx->end;
     tc_tok t;
@@ -97,7 +97,8 @@ tc_tok tc_lex_next(tc_lexer *lx)
         t.line = comment_line;
         t.p = e;
         t.len = 0;
-        return t;
+        *out = t;
+        return;
     }
     t.line = lx->line;
     t.p = c;
@@ -105,7 +106,8 @@ tc_tok tc_lex_next(tc_lexer *lx)
         t.kind = TK_EOF;
         t.len = 0;
         lx->cur = c;
-        return t;
+        *out = t;
+        return;
     }
     unsigned char k = cls[(unsigned char)*c];
     if (k & C_DIGIT) {
@@ -125,12 +127,16 @@ tc_tok tc_lex_next(tc_lexer *lx)
         t.len = (size_t)(c - s);
     } else if (k & C_IDSTART) {
         const char *s = c++;
-        /* "::" belongs to opcodes and qualifiers (ld.shared::cluster,
-         * mbarrier::complete_tx::bytes); a label is "name:" */
-        while (c < e && ((cls[(unsigned char)*c] & C_IDCONT) ||
-                         (*c == ':' && c + 2 < e && c[1] == ':' &&
-                          (cls[(unsigned char)c[2]] & C_IDCONT)))) {
-            c += *c == ':' ? 2 : 1;
+        for (;;) {
+            /* the hot loop of a parse (numba's names run to 150 bytes):
+             * the step does not wait for the byte it has read */
+            while (c < e && (cls[(unsigned char)*c] & C_IDCONT))
+                c++;
+            /* "::" belongs to opcodes and qualifiers (ld.shared::cluster,
+             * mbarrier::complete_tx::bytes); a label is "name:" */
+            if (!(c + 2 < e && c[0] == ':' && c[1] == ':' && (cls[(unsigned char)c[2]] & C_IDCONT)))
+                break;
+            c += 2;
         }
         t.kind = TK_IDENT;
         t.len = (size_t)(c - s);
@@ -146,7 +152,8 @@ tc_tok tc_lex_next(tc_lexer *lx)
             lx->err = "unterminated string literal";
             t.kind = TK_ERROR;
             t.len = (size_t)(c - s);
-            return t;
+            *out = t;
+        return;
         }
         c++;
         t.kind = TK_STR;
@@ -157,7 +164,7 @@ tc_tok tc_lex_next(tc_lexer *lx)
         c++;
     }
     lx->cur = c;
-    return t;
+    *out = t;
 }
 
 void tc_lex_copy_gap(tc_sb *out, const char *p, const char *end)
