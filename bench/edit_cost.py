@@ -42,7 +42,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_module  # noqa: E402
 from run import kernel_alone  # noqa: E402
-from unit_cost import load, module_arch  # noqa: E402
+from unit_cost import load, module_arch, unit_count  # noqa: E402
 from small_modules import ROOT  # noqa: E402
 
 EDIT_OVER_ALONE = (1.3, 30.0)  # the bound: 1.3 x alone + 30 ms
@@ -139,11 +139,7 @@ def main():
             print(f"  {'size':<10} {'units':>5} {'cold':>16} {'split0/cold':>11} "
                   f"{'edit':>16} {'within':>7}")
             for label, flags in sizes:
-                out = subprocess.run([a.taskcache, "explain", ptx, "--arch", arch, "--no-cache",
-                                      "-j", str(a.jobs), *flags], capture_output=True,
-                                     text=True).stdout
-                units = next((ln.split()[1] for ln in out.splitlines()
-                              if ln.startswith("units:")), "1")
+                units = unit_count(a.taskcache, ptx, arch, "-j", str(a.jobs), *flags)
                 c = statistics.median(cold[label])
                 within = sum(e <= EDIT_OVER_ALONE[0] * al + EDIT_OVER_ALONE[1]
                              for e, al in zip(edit[label], alone))

@@ -69,6 +69,14 @@ def load(name, work):
     return out
 
 
+def unit_count(taskcache, ptx, arch, *flags):
+    """The units taskcache makes of ptx with these build flags ("units:" of
+    `taskcache explain`; a module compiled whole counts as one)."""
+    out = subprocess.run([taskcache, "explain", ptx, "--arch", arch, "--no-cache", *flags],
+                         capture_output=True, text=True).stdout
+    return next((line.split()[1] for line in out.splitlines() if line.startswith("units:")), "1")
+
+
 def module_arch(ptx, default):
     """The module's own .target (Triton's PTX is sm_90a), else default."""
     with open(ptx, errors="replace") as f:
@@ -128,13 +136,9 @@ def main():
               + f" {'vs split0':>9}")
         ratios = {}
         for name, ptx in mods:
-            units = []
-            for c in [None] + costs:
-                size = ["--unit-cost", str(c)] if c else ["-j", str(a.jobs)]
-                out = subprocess.run([a.taskcache, "explain", ptx, "--arch", arch_of[ptx],
-                                      "--no-cache", *size], capture_output=True, text=True).stdout
-                line = next((l for l in out.splitlines() if l.startswith("units:")), "units: 1")
-                units.append(line.split()[1])
+            units = [unit_count(a.taskcache, ptx, arch_of[ptx],
+                                *(["--unit-cost", str(c)] if c else ["-j", str(a.jobs)]))
+                     for c in [None] + costs]
             t = {k: [] for k in cmds}
             for _ in range(a.runs):
                 for k, c in cmds.items():
