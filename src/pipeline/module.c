@@ -261,12 +261,13 @@ static tc_status build(tc_ptx_job *j)
         s->delta.v[TC_C_MODULE_MISSES]++;
     if (tc_options_cancelled(s->o)) /* before the expensive part */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
-    /* A module this large is split (a module compiled whole for its size
-     * holds at most about 1000 statements, some 40 KB of PTX), and its link's first use of the linker library,
-     * about 7 ms of loading, can then run beside the parse, which uses one
-     * thread, rather than beside the canonical texts, which use them all.
-     * Should it be compiled whole after all, the loading was a few ms of a
-     * compile that takes hundreds. */
+    /* A module this large is split (one compiled whole for its size holds
+     * at most about 1000 statements, some 40 KB of PTX), and its link's
+     * first use of the linker library, about 7 ms of loading, can then run
+     * beside the parse, which uses one thread, rather than beside the
+     * canonical texts, which use them all. Should it be compiled whole
+     * after all, the loading was a few ms of a compile that takes
+     * hundreds. */
     if (split && !explaining(j) && j->len >= EARLY_PREWARM_BYTES)
         tc_linker_prewarm(&s->linker, s->o->arch);
     tc_ptx_error perr;

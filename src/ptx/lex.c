@@ -134,7 +134,8 @@ void tc_lex_scan(tc_lexer *lx, tc_tok *out)
                 c++;
             /* "::" belongs to opcodes and qualifiers (ld.shared::cluster,
              * mbarrier::complete_tx::bytes); a label is "name:" */
-            if (!(c + 2 < e && c[0] == ':' && c[1] == ':' && (cls[(unsigned char)c[2]] & C_IDCONT)))
+            if (!(c + 2 < e && c[0] == ':' && c[1] == ':' &&
+                  (cls[(unsigned char)c[2]] & C_IDCONT)))
                 break;
             c += 2;
         }
@@ -153,7 +154,7 @@ void tc_lex_scan(tc_lexer *lx, tc_tok *out)
             t.kind = TK_ERROR;
             t.len = (size_t)(c - s);
             *out = t;
-        return;
+            return;
         }
         c++;
         t.kind = TK_STR;
