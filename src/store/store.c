@@ -620,7 +620,7 @@ static int remote_get(tc_store *st, const char *target, uint32_t kind, const tc_
               tc_record_decode(rec.data, rec.len, kind, key, tc_store_mac(st), payload, len) == 0;
     int kept = hit && tc_store_writable(st) &&
                write_record(st, target, kind, key, rec.data, rec.len) == 0;
-    if (o != TC_REMOTE_OFF && o != TC_REMOTE_CANCELLED) { /* neither asked the server */
+    if (o != TC_REMOTE_OFF && o != TC_REMOTE_CANCELLED) { /* not asked, or given up */
         pthread_mutex_lock(&st->lock);
         uint64_t *c = st->remote_counts.v;
         c[hit ? TC_C_REMOTE_HITS : TC_C_REMOTE_MISSES]++;
