@@ -434,9 +434,9 @@ TC_API tc_status tc_options_set_split(tc_options *opts, int enabled);
 
 /* Target estimated cost of one compile unit in PTX statements (0 = the
  * default: 500 at any job count, and a module whose kernels fit in one
- * unit of 1000, or cost 1,500 statements in all, is compiled whole). Larger units amortize compiler
- * start-up better cold; smaller ones recompile less after an edit and
- * spread a cold build over more workers. Given, every module is split.
+ * unit of 1000, or cost 1,500 statements in all, is compiled whole).
+ * Larger units amortize compiler start-up better cold; smaller ones
+ * recompile less after an edit and spread a cold build over more workers. Given, every module is split.
  * Part of the module key. */
 TC_API tc_status tc_options_set_unit_cost(tc_options *opts, unsigned cost);
 

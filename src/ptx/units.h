@@ -20,9 +20,9 @@
  * units, and the same input gave another image at another -j. Units of 500
  * cost a cold build on 2 cores 6-17% more and make an edit of a 220- or
  * 250-kernel module 40-50% cheaper there (bench/edit_cost.py); with many
- * cores they shorten a cold build, whose critical path is its largest unit (the 16-core H200:
- * Quadrants' runtime 0.29 s against 0.44 s at 1000, its physics step 0.37
- * against 0.42 s). */
+ * cores they shorten a cold build, whose critical path is its largest
+ * unit (the 16-core H200: Quadrants' runtime 0.29 s against 0.44 s at
+ * 1000, its physics step 0.37 against 0.42 s). */
 #define TC_UNIT_COST_DEFAULT 500u
 /* A module split by default is compiled whole when one unit of this size
  * would hold all its kernels, or (next) when they cost at most

@@ -369,11 +369,12 @@ tc_remote_outcome tc_remote_get(tc_remote *r, const char *name, uint64_t max, tc
         if (!t)
             t = open_transport(&r->spec, why, sizeof why);
         get_args a = {name, max, out};
-        if (t)
+        o = TC_REMOTE_DOWN;
+        if (t) {
             t->cancel = cancel;
-        o = t ? with_retries(r, t, attempt_get, &a, why, sizeof why) : TC_REMOTE_DOWN;
-        if (t)
+            o = with_retries(r, t, attempt_get, &a, why, sizeof why);
             t->cancel = NULL;
+        }
         pthread_mutex_lock(&r->lock);
         judge(r, 0, o, why);
         if (t)
