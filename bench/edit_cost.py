@@ -23,36 +23,33 @@ each module, in fresh processes:
   within     how many of the edits took at most 1.3 x alone + 30 ms
 
     python3 bench/edit_cost.py [--taskcache PATH] [--jobs N] [--runs 3] [--edits 9]
-                               [--costs 500,700,1000] [MODULE ...]
+                               [--costs 250,700,1000] [MODULE ...]
 
 MODULE: "generated" (bench/gen_module.py's 250-kernel module, seed 1), a
 corpus name such as numba/physics_step, or a .ptx file. Default: the
 generated module and the two physics steps of the real-world corpus.
 """
 
-import argparse
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_module  # noqa: E402
-from run import kernel_alone  # noqa: E402
+from run import kernel_alone, run_timed  # noqa: E402
 from unit_cost import load, module_arch, unit_count  # noqa: E402
-from small_modules import ROOT  # noqa: E402
+from small_modules import corpus_args  # noqa: E402
 
 EDIT_OVER_ALONE = (1.3, 30.0)  # the issue's bound: 1.3 x alone + 30 ms
 DEFAULT_MODULES = ["generated", "numba/physics_step", "quadrants/physics_step"]
 
 
 def timed(cmd):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return (time.perf_counter() - t) * 1000
+    """Milliseconds; a failing command stops the benchmark with its output."""
+    return 1000 * run_timed(cmd)
 
 
 def median_range(v):
@@ -68,15 +65,11 @@ def module_path(name, work, arch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = corpus_args(__doc__, 3)
     ap.add_argument("modules", nargs="*", default=DEFAULT_MODULES)
-    ap.add_argument("--taskcache", default=str(ROOT / "build" / "taskcache"))
-    ap.add_argument("--ptxas", default=shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas")
-    ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
-    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--edits", type=int, default=9)
-    ap.add_argument("--costs", default="500,700,1000")
+    ap.add_argument("--costs", default="250,700,1000")
     a = ap.parse_args()
     sizes = [("default", [])] + [(f"uc={c}", ["--unit-cost", c]) for c in a.costs.split(",") if c]
     work = tempfile.mkdtemp(prefix="edit-cost-")

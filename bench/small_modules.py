@@ -52,13 +52,20 @@ def ms(v):
     return f"{v * 1e3:7.1f}ms" if v is not None else f"{'-':>9}"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def corpus_args(doc, runs):
+    """A parser with the options of every benchmark of corpus modules:
+    --taskcache, --ptxas, --arch and --runs (default runs); doc's first
+    paragraph describes it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--taskcache", default=str(ROOT / "build" / "taskcache"))
     ap.add_argument("--ptxas", default=shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas")
     ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--runs", type=int, default=5)
-    a = ap.parse_args()
+    ap.add_argument("--runs", type=int, default=runs)
+    return ap
+
+
+def main():
+    a = corpus_args(__doc__, 5).parse_args()
     work = tempfile.mkdtemp(prefix="small-modules-")
     try:
         mods = []

@@ -35,7 +35,6 @@ quadrants/runtime, or "all": every module of tests/realworld/corpus
 longest). --costs '' leaves out the uc=N columns.
 """
 
-import argparse
 import lzma
 import re
 import os
@@ -45,7 +44,7 @@ import statistics
 import subprocess
 import tempfile
 
-from small_modules import CORPUS, ROOT, ms, timed
+from small_modules import CORPUS, corpus_args, ms, timed
 
 DEFAULT_MODULES = ["quadrants/runtime", "quadrants/physics_step", "numba/physics_step",
                    "nvcc-llmc/train_gpt2"]
@@ -85,12 +84,8 @@ def module_arch(ptx, default):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = corpus_args(__doc__, 5)
     ap.add_argument("modules", nargs="*", default=DEFAULT_MODULES)
-    ap.add_argument("--taskcache", default=str(ROOT / "build" / "taskcache"))
-    ap.add_argument("--ptxas", default=shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas")
-    ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--costs", default="1000,500,250,125")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=OPTIONS",

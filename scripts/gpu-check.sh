@@ -45,7 +45,8 @@
 #       and cold builds at several unit sizes, beside the edited kernel alone
 #       and -split-compile=0) and bench/run.py, both -j 2 and pinned to two
 #       CPUs (taskset); informational. GPU_CHECK_TWO_CORE_ARGS replaces the
-#       edit_cost.py arguments ("--costs 250,500,700 generated").
+#       edit_cost.py arguments ("--costs 250,700,1000 generated": sizes beside
+#       the default, 500).
 # STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
 # xla, corpus, twocore.
 #
@@ -127,6 +128,17 @@ left() { python3 -c "import time; print(int($DEADLINE - time.time()))"; }
 # a step's deadline: the global one, or now + $1 seconds if that is earlier
 step_deadline() { python3 -c "import time; print(min($DEADLINE, time.time() + $1))"; }
 tail_log() { tail -n "${2:-25}" "$1" | sed 's/^/    | /'; }
+# timing_row CHECK FILE EXIT FIGURES: an informational timing step's end: its
+# output kept (in $OUT and the log, the tail shown) and its row, DONE,
+# INCOMPLETE (timed out) or FAIL by the exit status
+timing_row() {
+    local res
+    cp "$2" "$OUT/" 2>/dev/null
+    cat "$2" >> "$LOG"
+    tail_log "$2" 60
+    case $3 in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "$1" "$res" "$4" 0
+}
 
 PY="python3 $ROOT/tests/gpu/gpu_check.py"
 COMMON=(--work "$WORK" --log "$LOG" --start "$START")
@@ -490,12 +502,9 @@ else
         --taskcache "$TASKCACHE" --jobs "$JOBS" --runs "${GPU_CHECK_CORPUS_RUNS:-2}" \
         ${GPU_CHECK_CORPUS_ARGS:---costs= all} \
         > "$WORK/corpus-build.txt" 2>&1
-    crc=$?
-    cp "$WORK/corpus-build.txt" "$OUT/" 2>/dev/null
-    cat "$WORK/corpus-build.txt" >> "$LOG"
-    tail_log "$WORK/corpus-build.txt" 60
-    case $crc in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
-    row "(k) corpus cold builds" "$res" "$(grep -E '^(default slower|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')" 0
+    rc=$?
+    timing_row "(k) corpus cold builds" "$WORK/corpus-build.txt" "$rc" \
+        "$(grep -E '^(default slower|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')"
 fi
 
 # ---- (l) the 2-core targets, pinned to two CPUs ---------------------------------------------
@@ -506,15 +515,12 @@ else
     pin="taskset -c ${cpus%%-*},$(( ${cpus%%-*} + 1 ))"
     say "(l) the 2-core targets: $pin, bench/edit_cost.py and bench/run.py -j 2"
     { timeout -k 10 "$(( $(left) > 60 ? ($(left) - 20) * 2 / 3 : 30 ))" $pin python3 bench/edit_cost.py \
-          --taskcache "$TASKCACHE" --jobs 2 ${GPU_CHECK_TWO_CORE_ARGS:---costs 250,500,700 generated}
+          --taskcache "$TASKCACHE" --jobs 2 ${GPU_CHECK_TWO_CORE_ARGS:---costs 250,700,1000 generated}
       timeout -k 10 "$(( $(left) > 40 ? $(left) - 20 : 20 ))" $pin python3 bench/run.py \
           --taskcache "$TASKCACHE" --jobs 2 --runs 7; } > "$WORK/two-core.txt" 2>&1
-    lrc=$?
-    cp "$WORK/two-core.txt" "$OUT/" 2>/dev/null
-    cat "$WORK/two-core.txt" >> "$LOG"
-    tail_log "$WORK/two-core.txt" 60
-    case $lrc in 0) res=DONE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
-    row "(l) 2-core edits" "$res" "$(grep -E '^   (cold|edit) ' "$WORK/two-core.txt" | tr -s ' ' | tr '\n' ';')" 0
+    rc=$?
+    timing_row "(l) 2-core edits" "$WORK/two-core.txt" "$rc" \
+        "$(grep -E '^   (cold|edit) ' "$WORK/two-core.txt" | tr -s ' ' | tr '\n' ';')"
 fi
 
 summary_and_exit
