@@ -597,6 +597,10 @@ def main():
     ap.add_argument("--scenarios", default="cold,warm,edit,no-qd-cache",
                     help="Quadrants scenarios, in this order within each repetition (warm and "
                     "edit follow cold)")
+    ap.add_argument("--hash-seed", default=None,
+                    help="PYTHONHASHSEED for every JIT process: a JIT that iterates over sets "
+                    "of strings then takes the same path in each process (default: the "
+                    "environment's; unset, Python picks a random seed per process)")
     ap.add_argument("--show-logs", action="store_true",
                     help="print each run's interceptor log (what was built, in how long)")
     ap.add_argument("--numba-path", default="",
@@ -604,6 +608,11 @@ def main():
                     "numba-cuda that needs one)")
     ap.add_argument("--need", default="", help="JITs whose absence is a failure")
     a = ap.parse_args()
+    scens = a.scenarios.split(",")
+    if ("warm" in scens or "edit" in scens) and "cold" not in scens:
+        ap.error("--scenarios: warm and edit follow a cold run in the same caches; add cold")
+    if a.hash_seed is not None:
+        os.environ["PYTHONHASHSEED"] = a.hash_seed  # every process inherits it (Runner.run)
     runner = Runner(a)
     rows, problems, missing, doc = [], [], [], {}
     no_ptx = []  # JITs that run here but hand the driver no PTX: nothing to measure
