@@ -403,6 +403,20 @@ TC_API tc_status tc_options_set_output(tc_options *opts, tc_output output);
  * line writes, but for the tool note. Part of the module key. Default 0. */
 TC_API tc_status tc_options_set_exact_whole(tc_options *opts, int on);
 
+/* Lets the in-process compiler run threads of its own (--split-compile,
+ * as ptxas processes always may): a unit of an edit compiles on two,
+ * a module compiled whole on every CPU (the 250-kernel benchmark on 2
+ * cores: a unit of three kernels in 60 ms against 84). But with threads,
+ * nvPTXCompiler 13.0 ends the calling process (abort) when a compile
+ * fails, where it would return the error, and writes its numbered advice
+ * to standard error instead of its log. So only a host that survives its
+ * own end asks for them: the command line does, and when a build dies it
+ * builds again with ptxas processes (src/cli/recover.h). Whatever this
+ * says, a text that uses wgmma gets no threads (its advice is what the
+ * log must keep). Records made with and without threads differ by the
+ * image's tool note, and are kept apart. Default 0. */
+TC_API tc_status tc_options_set_inprocess_threads(tc_options *opts, int on);
+
 /* A flag the host raises (sets nonzero) to cancel the builds made with
  * these options, from any thread or from a signal handler; it must
  * outlive them. tc_build_tasks checks it before it starts, before each

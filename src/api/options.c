@@ -151,6 +151,12 @@ tc_status tc_options_set_exact_whole(tc_options *o, int on)
     return TC_OK;
 }
 
+tc_status tc_options_set_inprocess_threads(tc_options *o, int on)
+{
+    o->inprocess_threads = on != 0;
+    return TC_OK;
+}
+
 tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
 {
     o->cancel = flag;

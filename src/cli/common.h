@@ -17,6 +17,7 @@ typedef struct args {
     const char *output;
     const char *cache_dir;
     const char *remote;    /* --remote SPEC */
+    const char *compiler;  /* --compiler NAME, NULL when not given */
     int no_cache, verbose, quiet, json, zero, full_keys;
     const char *max_size;
     const char *older_than;

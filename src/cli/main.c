@@ -19,6 +19,7 @@
 #include "cli/maintain.h"
 #include "cli/progress.h"
 #include "cli/ptxas.h"
+#include "cli/recover.h"
 #include "cli/remote.h"
 #include "cli/run.h"
 #include "taskcache.h"
@@ -81,7 +82,11 @@ static const char usage_build[] =
     "                              $CUDA_HOME/bin, the toolkit found at build time, $PATH)\n"
     "  --compiler ptxas|inprocess|auto\n"
     "                              ptxas processes, or nvPTXCompiler on threads when this\n"
-    "                              build has it (default: $TASKCACHE_COMPILER, else auto)\n"
+    "                              build has it (default: $TASKCACHE_COMPILER, else auto).\n"
+    "                              auto gives nvPTXCompiler threads of its own and, should\n"
+    "                              it crash, builds again with ptxas processes (a note\n"
+    "                              says so); inprocess gives it none, and a crash ends\n"
+    "                              the build\n"
     "\n"
     "build options:\n"
     "  -o FILE                     output cubin (required for build; - for stdout)\n"
@@ -213,6 +218,7 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
         } else if ((v = cli_value_of(argc, argv, &i, "--max-size", 0))) {
             a->max_size = v;
         } else if ((v = cli_value_of(argc, argv, &i, "--compiler", 0))) {
+            a->compiler = v;
             if (!strcmp(v, "ptxas"))
                 tc_options_set_compiler(a->opts, TC_COMPILER_PTXAS);
             else if (!strcmp(v, "inprocess"))
@@ -387,8 +393,24 @@ static void print_explain_text(const char *name, const tc_result *r, const tc_re
     }
 }
 
+/* main's arguments: a build that crashes runs them again (recover.h) */
+static int main_argc;
+static char **main_argv;
+
+/* The compiler is left to taskcache (--compiler auto, or neither the option
+ * nor $TASKCACHE_COMPILER names one): only then may a crashed build be
+ * built again with another. */
+static int compiler_left_to_us(const args *a)
+{
+    const char *env = getenv("TASKCACHE_COMPILER");
+    if (a->compiler)
+        return !strcmp(a->compiler, "auto");
+    return !env || (strcmp(env, "ptxas") && strcmp(env, "inprocess"));
+}
+
 static int cmd_build(int argc, char **argv, int explain)
 {
+    int crashed = cli_recovered_from(); /* the signal the first run died of */
     args a;
     memset(&a, 0, sizeof a);
     a.opts = tc_options_new();
@@ -424,11 +446,31 @@ static int cmd_build(int argc, char **argv, int explain)
         tc_cache_set_max_size(cache, bytes);
     }
     const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
+    if (crashed)
+        tc_options_set_compiler(a.opts, TC_COMPILER_PTXAS);
     cli_catch_interrupts(a.opts);
     cli_progress *progress = explain ? NULL : cli_progress_start(a.opts, name, a.quiet);
+    /* A build that can start over (recover.h) lets the in-process compiler
+     * use threads, with which it ends the process on a failed compile;
+     * explain compiles nothing, and keys as that build would. */
+    int threads = !crashed && compiler_left_to_us(&a) && tc_have_inprocess_compiler();
+    int guard = threads && !explain &&
+                cli_recover_begin(main_argc, main_argv, strcmp(a.input, "-") ? NULL : ptx, len,
+                                  progress != NULL) == 0;
+    if (explain ? threads : guard)
+        tc_options_set_inprocess_threads(a.opts, 1);
     tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
                            : tc_build(cache, a.opts, ptx, len, name, &r);
+    if (guard)
+        cli_recover_end();
     cli_progress_stop(progress);
+    /* A failed compile ends the in-process compiler too: then its errors,
+     * from ptxas, say all there is to say. */
+    if (crashed && st != TC_ERR_COMPILE && !a.quiet)
+        fprintf(stderr,
+                "%s: note: %s: the in-process compiler crashed (%s); built with ptxas "
+                "processes\n",
+                cli_prog, name, strsignal(crashed));
     if (cli_interrupted())
         goto done;
     if (!r) {
@@ -512,6 +554,8 @@ static void tune_allocator(void)
 
 int main(int argc, char **argv)
 {
+    main_argc = argc;
+    main_argv = argv;
     tune_allocator();
     /* under a name that starts with ptxas (a link made by taskcache shims;
      * Triton's ptxas-blackwell) it is ptxas */

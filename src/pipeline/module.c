@@ -226,7 +226,8 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
 static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 {
     tc_session *s = j->s;
-    const char *threads = s->whole_threads ? s->whole_threads : "";
+    const char *threads = tc_session_threads(s, TC_OUT_CUBIN, j->src, j->len);
+    threads = threads ? threads : "";
     if (split) {
         snprintf(j->plan, sizeof j->plan, "split:%s%u:%s:%s", s->o->unit_cost ? "" : "default-",
                  unit_cost, s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM ? "ewp" : "c", threads);

@@ -172,13 +172,33 @@ static const char *compiler_threads(const tc_session *s, const char *option)
     return option;
 }
 
-/* The compiler's threads for the session's compiler (again when it changes). */
+/* The compiler's threads for the session's compiler (again when it
+ * changes). The in-process compiler gets them only where the host asked
+ * (tc_options_set_inprocess_threads): with threads it ends the process
+ * on a failed compile. */
 static void choose_threads(tc_session *s)
 {
-    s->ewp_threads = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM
+    int allowed = !s->in_process || s->o->inprocess_threads;
+    s->ewp_threads = allowed && s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM
                          ? compiler_threads(s, EWP_THREADS_OPTION)
                          : NULL;
-    s->whole_threads = s->o->exact_whole ? NULL : compiler_threads(s, WHOLE_THREADS_OPTION);
+    s->whole_threads =
+        allowed && !s->o->exact_whole ? compiler_threads(s, WHOLE_THREADS_OPTION) : NULL;
+}
+
+const char *tc_session_threads(const tc_session *s, tc_out_kind kind, const char *text,
+                               size_t len)
+{
+    const char *t = kind == TC_OUT_EWP ? s->ewp_threads
+                    : kind == TC_OUT_CUBIN ? s->whole_threads
+                                           : NULL;
+    /* With threads, nvPTXCompiler 13.0 writes its numbered advice to
+     * standard error, not to its log, and wgmma is what it advises on
+     * ("(C7519) warpgroup.arrive is injected ..."): the log must keep it,
+     * to be told against the input's lines and replayed from the cache. */
+    if (t && s->in_process && memmem(text, len, "wgmma", 5))
+        return NULL;
+    return t;
 }
 
 tc_status tc_session_use_ptxas(tc_session *s)
@@ -189,10 +209,12 @@ tc_status tc_session_use_ptxas(tc_session *s)
     return st;
 }
 
-const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n)
+const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, const char *text,
+                                 size_t len, char *buf, size_t n)
 {
-    if (kind == TC_OUT_EWP && s->ewp_threads)
-        snprintf(buf, n, "%s %s", tc_out_option(kind), s->ewp_threads);
+    const char *threads = tc_session_threads(s, kind, text, len);
+    if (threads)
+        snprintf(buf, n, "%s %s", tc_out_option(kind), threads);
     else
         snprintf(buf, n, "%s", tc_out_option(kind));
     return buf;
@@ -296,9 +318,7 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
                        const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
 {
     /* the options' own, then the unit's (tc_session_unit_mode) */
-    const char *threads = kind == TC_OUT_EWP    ? s->ewp_threads
-                          : kind == TC_OUT_CUBIN ? s->whole_threads
-                                                 : NULL;
+    const char *threads = tc_session_threads(s, kind, text, len);
     int rc = compile_with(s, kind, text, len, ptx_path, threads, output, log, exit_code);
     /* The threads are taskcache's choice, not the user's: where the
      * compiler crashes with them, it compiles as the user asked. ptxas 13.0

@@ -46,7 +46,8 @@ typedef struct tc_session {
     const char *ewp_threads;   /* the compiler option that compiles a whole-program unit's
                                   functions on threads of their own, or NULL (see
                                   choose_threads in session.c) */
-    const char *whole_threads; /* the same for a module compiled whole, or NULL */
+    const char *whole_threads; /* the same for a module compiled whole, or NULL (a text
+                                  may get none: tc_session_threads) */
     tc_keyctx kc;
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;
@@ -119,9 +120,14 @@ int tc_session_files_ready(tc_session *s);
 /* Adds n to one of the call's counters; compile workers call it too. */
 void tc_session_count(tc_session *s, int counter, uint64_t n);
 
-/* The compile options of a unit of that kind beyond the session's own, as
- * they go into the unit's key (tc_key_unit's mode). */
-const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, char *buf, size_t n);
+/* The compiler option that gives a compile of this kind and text threads
+ * of the compiler's own, or NULL (see choose_threads in session.c). */
+const char *tc_session_threads(const tc_session *s, tc_out_kind kind, const char *text,
+                               size_t len);
+/* The compile options of a unit of that kind and text beyond the
+ * session's own, as they go into the unit's key (tc_key_unit's mode). */
+const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, const char *text,
+                                 size_t len, char *buf, size_t n);
 
 /* Compiles text (written at ptx_path first for ptxas) with the chosen
  * backend; fills output, log (both empty on entry) and exit code. 0, or

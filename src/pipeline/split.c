@@ -166,7 +166,9 @@ static tc_status key_units(tc_ptx_job *j)
         tc_unit *u = &x->u;
         char mode[96];
         if (emit(j, x, &x->map) != 0 ||
-            tc_key_unit(&s->kc, tc_session_unit_mode(s, x->kind, mode, sizeof mode),
+            tc_key_unit(&s->kc,
+                        tc_session_unit_mode(s, x->kind, x->map.text.data, x->map.text.len, mode,
+                                             sizeof mode),
                         x->map.text.data, x->map.text.len, &u->key) != 0)
             return TC_ERR_NOMEM;
         tc_digest_hex(&u->key, u->hex);
@@ -403,8 +405,8 @@ static tc_status slice_keys(tc_ptx_job *j)
         char mode[96];
         if (rc == 0)
             rc = tc_key_unit(&j->s->kc,
-                             tc_session_unit_mode(j->s, ewp ? TC_OUT_EWP : TC_OUT_OBJECT, mode,
-                                                  sizeof mode),
+                             tc_session_unit_mode(j->s, ewp ? TC_OUT_EWP : TC_OUT_OBJECT,
+                                                  t.text.data, t.text.len, mode, sizeof mode),
                              t.text.data, t.text.len, &d);
         tc_text_free(&t);
         if (rc != 0)

@@ -62,6 +62,21 @@ def tc(*args, check=True, **kw):
     return run([TASKCACHE, *args], check=check, **kw)
 
 
+_host_args = None
+
+
+def as_a_host():
+    """Arguments with which `taskcache build` builds as a program that
+    embeds the library does (the interceptor, a JIT): the in-process
+    compiler without threads of its own, as the command line gives it when
+    it is asked for by name (tc_options_set_inprocess_threads)."""
+    global _host_args
+    if _host_args is None:
+        _host_args = (("--compiler", "inprocess")
+                      if "with the in-process compiler" in tc("version").stdout else ())
+    return _host_args
+
+
 def build(ptx, out, cache, *extra, check=True, **kw):
     args = ["build", ptx, "-o", out, "--arch", ARCH]
     args += ["--cache-dir", cache] if cache else ["--no-cache"]

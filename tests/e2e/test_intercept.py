@@ -17,7 +17,7 @@ import time
 import pytest
 
 import elfsyms
-from tchelp import ARCH, PTXAS, TASKCACHE, build, nvcc_ptx, stats, tc
+from tchelp import ARCH, PTXAS, TASKCACHE, as_a_host, build, nvcc_ptx, stats, tc
 from tchelp import run as run_tool
 
 BUILD = pathlib.Path(TASKCACHE).resolve().parent
@@ -86,8 +86,9 @@ class Run:
 
 
 def reference(ptx, tmp_path, *opts, arch=ARCH):
+    """The image the interceptor builds, made by `taskcache build`."""
     out = tmp_path / ("ref%d.cubin" % len(list(tmp_path.glob("ref*.cubin"))))
-    build(ptx, out, None, "--arch", arch, *opts)
+    build(ptx, out, None, "--arch", arch, *as_a_host(), *opts)
     return out.read_bytes()
 
 

@@ -97,6 +97,32 @@ def test_errors_raise_with_file_and_line(cache):
         tc.Options(compiler_options=["-c"])._handle()
 
 
+def test_a_compile_that_fails_is_an_exception_not_the_end_of_the_host(cache):
+    """With threads of its own, nvPTXCompiler 13.0 aborts the process when a
+    compile fails; a host that embeds the library gets none (it could not
+    start over, as the command line does), so here the failure is an
+    exception, in-process or not."""
+    few_registers = (
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
+        ".visible .entry k(.param .u64 p)\n.maxnreg 16\n{\n"
+        " .reg .b32 %r<7>;\n .reg .f32 %f<9>;\n .reg .b64 %rd<2>;\n"
+        " ld.param.u64 %rd1, [p];\n"
+        " ld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1];\n"
+        " ld.global.v2.u32 {%r5,%r6}, [%rd1+16];\n"
+        " ld.global.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1+32];\n"
+        " mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5,%f6,%f7,%f8},"
+        " {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f1,%f2,%f3,%f4};\n"
+        " st.global.v4.f32 [%rd1], {%f5,%f6,%f7,%f8};\n ret;\n}\n")
+    for compiler in ("auto", "ptxas") + (("inprocess",) if tc.have_inprocess_compiler() else ()):
+        for split in (False, True):
+            opts = tc.Options(arch="sm_90", compiler=compiler, split=split,
+                              unit_cost=1 if split else None)
+            with pytest.raises(tc.TaskcacheError) as exc:
+                cache.build(few_registers, opts, name="few.ptx")
+            assert exc.value.status == "TC_ERR_COMPILE", (compiler, split)
+            assert "few.ptx: error: (C7602) Insufficient registers" in exc.value.message
+
+
 def test_explain(cache):
     info = cache.explain(EXAMPLE, OPTS)
     assert info.image is None and len(info.entries) == 120
