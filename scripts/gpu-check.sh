@@ -34,7 +34,9 @@
 #       CuPy, cuda.core; PyTorch's NVRTC kernels and numba-cuda, which
 #       hand it none here, are checked for identical results):
 #       tests/gpu/intercept_check.py (Quadrants comes as wheels; a JIT that
-#       is not installed is reported, not failed)
+#       is not installed is reported, not failed); then modules the compiler
+#       fails on, loaded with and without taskcache run: the same outcome
+#       (tests/gpu/compiler_failures.py)
 #   (j) XLA (JAX) compiling through taskcache ptxas: tests/gpu/xla_ptxas_check.py
 #   (k) cold builds of every real-world corpus module on all the machine's
 #       cores against ptxas -split-compile=0 (bench/unit_cost.py all;
@@ -58,7 +60,7 @@
 # Output: progress lines with time stamps, then a summary table (LAST on
 # stdout). Files in $OUT (default ./gpu-out): gpu-check.log (everything),
 # results.json, summary.txt, sass.txt, timing.txt, bench-build.txt, intercept.json,
-# details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
+# compiler_failures.json, details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
 # Exit status: 0 all correctness checks passed; 1 a correctness check failed
 # (or the build failed); 2 no GPU / missing tools; 3 nothing failed but some
 # correctness check did not complete (time budget).
@@ -104,7 +106,8 @@ OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/gpu-check.log
 : > "$LOG"
 rm -f "$OUT"/results.json "$OUT"/summary.txt "$OUT"/sass.txt "$OUT"/timing.txt \
-    "$OUT"/bench-build.txt "$OUT"/intercept.json "$OUT"/details.tar.gz   # this script's files of an earlier run
+    "$OUT"/bench-build.txt "$OUT"/intercept.json "$OUT"/compiler_failures.json \
+    "$OUT"/details.tar.gz   # this script's files of an earlier run
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 if [ -n "$PREBUILT" ]; then
     BUILD=$(cd "$PREBUILT" 2>/dev/null && pwd) || { echo "gpu-check.sh: --prebuilt $PREBUILT: no such directory" >&2; exit 2; }
@@ -476,6 +479,14 @@ else
     tail_log "$WORK/intercept.log" 30
     case $irc in 0) res=PASS ;; 2) res=INCOMPLETE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(i) taskcache run" "$res" "exit $irc; $(grep -c PROBLEM "$WORK/intercept.log") problem(s), $(grep -c 'not installed' "$WORK/intercept.log") JIT(s) missing; table in checks.txt" 1
+    say "(i) what a program sees when the compiler fails (tests/gpu/compiler_failures.py)"
+    timeout -k 10 120 python3 tests/gpu/compiler_failures.py --taskcache "$TASKCACHE" \
+        --out "$OUT" > "$WORK/compiler_failures.log" 2>&1
+    frc=$?
+    cat "$WORK/compiler_failures.log" >> "$LOG"
+    tail_log "$WORK/compiler_failures.log" 10
+    case $frc in 0) res=PASS ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(i) compiler failures" "$res" "exit $frc; driver against taskcache run per module in compiler_failures.json" 1
 fi
 
 # ---- (j) XLA through taskcache ptxas ------------------------------------------------------------
