@@ -468,8 +468,8 @@ static int cmd_build(int argc, char **argv, int explain)
      * from ptxas, say all there is to say. */
     if (crashed && st != TC_ERR_COMPILE && !a.quiet)
         fprintf(stderr,
-                "%s: note: %s: the in-process compiler crashed (%s); built with ptxas "
-                "processes\n",
+                "%s: note: %s: the build crashed (%s) with the in-process compiler; built "
+                "with ptxas processes\n",
                 cli_prog, name, strsignal(crashed));
     if (cli_interrupted())
         goto done;
