@@ -467,10 +467,10 @@ static int cmd_build(int argc, char **argv, int explain)
     /* A failed compile ends the in-process compiler too: then its errors,
      * from ptxas, say all there is to say. */
     if (crashed && st != TC_ERR_COMPILE && !a.quiet)
-        fprintf(stderr,
-                "%s: note: %s: the build crashed (%s) with the in-process compiler; built "
-                "with ptxas processes\n",
-                cli_prog, name, strsignal(crashed));
+        fprintf(stderr, "%s: note: %s: the build crashed (%s) with the in-process compiler; %s\n",
+                cli_prog, name, strsignal(crashed),
+                st == TC_OK ? "built with ptxas processes"
+                            : "building it with ptxas processes failed too");
     if (cli_interrupted())
         goto done;
     if (!r) {
