@@ -4,7 +4,7 @@
  * nvPTXCompiler runs on our threads, so when it dies of an input the
  * process dies with it. The CUDA 13.0 library segfaults on some PTX that
  * the ptxas program compiles (a wgmma whose matrix descriptors are the
- * constant 0, tests/e2e/test_recover.py). A command line can start over:
+ * constant 0, tests/e2e/failing_modules.py). A command line can start over:
  * the handler executes this program again with the same arguments and
  * TASKCACHE_RECOVERED=SIGNAL, and that run compiles with ptxas processes
  * and says why. What the crashed run cached stays valid: every record is
@@ -16,8 +16,8 @@
 
 /* The signal a crashed run of this command died of, when this run is its
  * second try (then also the environment no longer names it, so that
- * programs this run starts do not inherit it); 0 otherwise. Call once,
- * before anything reads the environment for the compiler choice. */
+ * programs this run starts do not inherit it); 0 otherwise. Call once, as
+ * the command starts. */
 int cli_recovered_from(void);
 
 /* From here until cli_recover_end, a crash (SIGSEGV, SIGBUS, SIGILL,
