@@ -148,7 +148,7 @@ def test_a_module_for_ptxas_instead_is_cached_as_ptxas_output(tmp_path):
     first = build(str(src), out, cache, "-v")
     assert "named like a module symbol" in first.stderr, first.stderr
     image = out.read_bytes()
-    second = build(str(src), out, cache)
+    build(str(src), out, cache)
     assert out.read_bytes() == image
     s = stats(cache)
     assert (s["module_hits"], s["module_records"]) == (1, 1), s

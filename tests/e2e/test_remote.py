@@ -18,7 +18,6 @@ import hmac
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import time

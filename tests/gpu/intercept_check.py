@@ -35,7 +35,6 @@ a JIT is missing (reported, not failed: --need NAME to make it fail).
 
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import re
