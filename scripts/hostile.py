@@ -20,7 +20,6 @@ import os
 import pwd
 import secrets
 import shutil
-import signal
 import struct
 import subprocess
 import sys
