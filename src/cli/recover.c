@@ -3,9 +3,9 @@
 #include "cli/recover.h"
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 extern char **environ;
