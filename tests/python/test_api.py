@@ -2,6 +2,7 @@
 keyed tasks with host metadata, group manifests, threads."""
 
 import pathlib
+import sys
 import threading
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 import taskcache as tc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from failing_modules import TOO_FEW_REGISTERS  # noqa: E402  (written once, for every test)
 EXAMPLE = (ROOT / "examples" / "physics_step.ptx").read_text()
 OPTS = tc.Options(arch="sm_90")
 
@@ -101,24 +104,13 @@ def test_a_compile_that_fails_is_an_exception_not_the_end_of_the_host(cache):
     """With threads of its own, nvPTXCompiler 13.0 aborts the process when a
     compile fails; a host that embeds the library gets none (it could not
     start over, as the command line does), so here the failure is an
-    exception, in-process or not."""
-    few_registers = (
-        ".version 8.0\n.target sm_90\n.address_size 64\n"
-        ".visible .entry k(.param .u64 p)\n.maxnreg 16\n{\n"
-        " .reg .b32 %r<7>;\n .reg .f32 %f<9>;\n .reg .b64 %rd<2>;\n"
-        " ld.param.u64 %rd1, [p];\n"
-        " ld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1];\n"
-        " ld.global.v2.u32 {%r5,%r6}, [%rd1+16];\n"
-        " ld.global.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1+32];\n"
-        " mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f5,%f6,%f7,%f8},"
-        " {%r1,%r2,%r3,%r4}, {%r5,%r6}, {%f1,%f2,%f3,%f4};\n"
-        " st.global.v4.f32 [%rd1], {%f5,%f6,%f7,%f8};\n ret;\n}\n")
+    exception, in-process or not (tests/e2e/failing_modules.py)."""
     for compiler in ("auto", "ptxas") + (("inprocess",) if tc.have_inprocess_compiler() else ()):
         for split in (False, True):
             opts = tc.Options(arch="sm_90", compiler=compiler, split=split,
                               unit_cost=1 if split else None)
             with pytest.raises(tc.TaskcacheError) as exc:
-                cache.build(few_registers, opts, name="few.ptx")
+                cache.build(TOO_FEW_REGISTERS, opts, name="few.ptx")
             assert exc.value.status == "TC_ERR_COMPILE", (compiler, split)
             assert "few.ptx: error: (C7602) Insufficient registers" in exc.value.message
 
