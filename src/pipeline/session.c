@@ -160,11 +160,21 @@ static int compiler_major(const tc_session *s)
  * order (the code is the same). */
 #define EWP_THREADS_OPTION "--split-compile=2"
 #define WHOLE_THREADS_OPTION "--split-compile=0"
-#define THREADS_SINCE 13
+#define CHECKED_SINCE 13
+
+/* ptxas -ewp warns "Stack size for entry function 'k' cannot be
+ * statically determined" for every kernel that recurses or calls alloca;
+ * the whole-module compile, which a split build stands for, says nothing
+ * of the kind (nor does -c: nvlink says it when it links). The stack the
+ * kernel gets is the context's limit either way. So whole-program units
+ * are compiled with the warning off: a split build prints what the whole
+ * build prints, and one with --warning-as-error does not fail where the
+ * whole build succeeds. (Also for a compiler of CUDA 13 or later only.) */
+#define EWP_QUIET_OPTION "--suppress-stack-size-warning"
 
 static const char *compiler_threads(const tc_session *s, const char *option)
 {
-    if (compiler_major(s) < THREADS_SINCE)
+    if (compiler_major(s) < CHECKED_SINCE)
         return NULL;
     for (size_t i = 0; i < s->o->ncopts; i++)
         if (strstr(s->o->copts[i], "split-compile"))
@@ -172,11 +182,11 @@ static const char *compiler_threads(const tc_session *s, const char *option)
     return option;
 }
 
-/* The compiler's threads for the session's compiler (again when it
- * changes). The in-process compiler gets them only where the host asked
+/* The options taskcache adds for the session's compiler (again when it
+ * changes). The in-process compiler gets threads only where the host asked
  * (tc_options_set_inprocess_threads): with threads it ends the process
  * on a failed compile. */
-static void choose_threads(tc_session *s)
+static void choose_options(tc_session *s)
 {
     int allowed = !s->in_process || s->o->inprocess_threads;
     s->ewp_threads = allowed && s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM
@@ -184,6 +194,7 @@ static void choose_threads(tc_session *s)
                          : NULL;
     s->whole_threads =
         allowed && !s->o->exact_whole ? compiler_threads(s, WHOLE_THREADS_OPTION) : NULL;
+    s->ewp_quiet = compiler_major(s) >= CHECKED_SINCE ? EWP_QUIET_OPTION : NULL;
 }
 
 const char *tc_session_threads(const tc_session *s, tc_out_kind kind, const char *text,
@@ -205,7 +216,7 @@ tc_status tc_session_use_ptxas(tc_session *s)
 {
     s->in_process = 0;
     tc_status st = ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
-    choose_threads(s);                /* that ptxas may be older than the in-process one */
+    choose_options(s);                /* that ptxas may be older than the in-process one */
     return st;
 }
 
@@ -213,10 +224,9 @@ const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, const ch
                                  size_t len, char *buf, size_t n)
 {
     const char *threads = tc_session_threads(s, kind, text, len);
-    if (threads)
-        snprintf(buf, n, "%s %s", tc_out_option(kind), threads);
-    else
-        snprintf(buf, n, "%s", tc_out_option(kind));
+    const char *quiet = kind == TC_OUT_EWP ? s->ewp_quiet : NULL;
+    snprintf(buf, n, "%s%s%s%s%s", tc_out_option(kind), quiet ? " " : "", quiet ? quiet : "",
+             threads ? " " : "", threads ? threads : "");
     return buf;
 }
 
@@ -254,7 +264,7 @@ tc_status tc_session_prepare(tc_session *s, int links)
                      "%s: note: whole-program units need libnvJitLink to link, and it was not "
                      "found (or TASKCACHE_NVJITLINK rules it out): compiling relocatable units\n",
                      s->name);
-    choose_threads(s);
+    choose_options(s);
     s->kc.target = o->arch;
     s->kc.opts = (const char *const *)o->copts;
     s->kc.nopts = o->ncopts;
@@ -271,13 +281,15 @@ static int compile_with(tc_session *s, tc_out_kind kind, const char *text, size_
                         int *exit_code)
 {
     size_t nopts = s->o->ncopts;
-    char **opts = malloc((nopts + 1) * sizeof *opts);
+    char **opts = malloc((nopts + 2) * sizeof *opts);
     if (!opts) {
         errno = ENOMEM;
         return -1;
     }
     if (nopts)
         memcpy(opts, s->o->copts, nopts * sizeof *opts);
+    if (kind == TC_OUT_EWP && s->ewp_quiet)
+        opts[nopts++] = (char *)s->ewp_quiet;
     if (extra)
         opts[nopts++] = (char *)extra;
     int rc = -1;

@@ -45,9 +45,11 @@ typedef struct tc_session {
                                   whole-program units can be linked (libnvJitLink) */
     const char *ewp_threads;   /* the compiler option that compiles a whole-program unit's
                                   functions on threads of their own, or NULL (see
-                                  choose_threads in session.c) */
+                                  choose_options in session.c) */
     const char *whole_threads; /* the same for a module compiled whole, or NULL (a text
                                   may get none: tc_session_threads) */
+    const char *ewp_quiet;     /* the compiler option that silences ptxas -ewp's stack
+                                  size warning, or NULL (see choose_options) */
     tc_keyctx kc;
     /* what the call did, added to the cache's statistics when it finishes */
     tc_counters delta;
@@ -121,7 +123,7 @@ int tc_session_files_ready(tc_session *s);
 void tc_session_count(tc_session *s, int counter, uint64_t n);
 
 /* The compiler option that gives a compile of this kind and text threads
- * of the compiler's own, or NULL (see choose_threads in session.c). */
+ * of the compiler's own, or NULL (see choose_options in session.c). */
 const char *tc_session_threads(const tc_session *s, tc_out_kind kind, const char *text,
                                size_t len);
 /* The compile options of a unit of that kind and text beyond the

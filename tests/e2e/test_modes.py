@@ -535,6 +535,84 @@ def test_the_default_unit_code_follows_the_linker(tmp_path):
     assert len(elfsyms.kernels(str(out))) == 4
 
 
+# Kernels whose stack size no compiler can know: one recursing through a
+# helper, one calling alloca.
+STACK_UNKNOWN = """.version 8.0
+.target sm_90
+.address_size 64
+
+.global .align 4 .u32 results[2];
+
+.func (.param .b32 r) depth(.param .b32 n)
+{
+	.reg .pred %p;
+	.reg .b32 %n<4>;
+	ld.param.b32 %n1, [n];
+	setp.eq.u32 %p, %n1, 0;
+	@%p bra done;
+	sub.u32 %n2, %n1, 1;
+	{
+	.param .b32 a;
+	.param .b32 b;
+	st.param.b32 [a], %n2;
+	call.uni (b), depth, (a);
+	ld.param.b32 %n3, [b];
+	}
+	add.u32 %n1, %n3, 1;
+done:
+	st.param.b32 [r], %n1;
+	ret;
+}
+
+.visible .entry recursing(.param .u32 n)
+{
+	.reg .b32 %r<3>;
+	ld.param.u32 %r1, [n];
+	{
+	.param .b32 a;
+	.param .b32 b;
+	st.param.b32 [a], %r1;
+	call.uni (b), depth, (a);
+	ld.param.b32 %r2, [b];
+	}
+	st.global.u32 [results], %r2;
+	ret;
+}
+
+.visible .entry allocating(.param .u64 n)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [n];
+	alloca.u64 %rd2, %rd1, 16;
+	st.local.u32 [%rd2], 7;
+	ld.local.u32 %r1, [%rd2];
+	st.global.u32 [results+4], %r1;
+	ret;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "ptxas", "relocatable"])
+def test_a_split_build_warns_about_stack_sizes_as_the_whole_build_does(tmp_path, mode):
+    """ptxas -ewp warns that the stack size of a recursing kernel, or of one
+    that calls alloca, cannot be statically determined; the whole-module
+    compile says nothing. A split build prints what the whole build prints,
+    and one with --warning-as-error builds where the whole build does."""
+    from tchelp import PTXAS
+    src = tmp_path / "stack.ptx"
+    src.write_text(STACK_UNKNOWN)
+    extra = {"default": [], "ptxas": ["--compiler", "ptxas"],
+             "relocatable": ["--relocatable-units"]}[mode]
+    whole = run([PTXAS, "-arch=" + ARCH, "--warning-as-error", src, "-o", tmp_path / "w.cubin"])
+    assert whole.stderr == ""
+    for flags in ([], ["-Xptxas", "--warning-as-error"]):
+        out = tmp_path / "t.cubin"
+        p = build(src, out, None, *PER_KERNEL, *extra, *flags)
+        assert p.stderr == ""
+        assert elfsyms.kernels(str(out)) == elfsyms.kernels(str(tmp_path / "w.cubin"))
+
+
 def test_ten_thousand_kernels(tmp_path):
     src = tmp_path / "big.ptx"
     src.write_text(scaling.module(10000))
