@@ -169,7 +169,8 @@ static int compiler_major(const tc_session *s)
  * kernel gets is the context's limit either way. So whole-program units
  * are compiled with the warning off: a split build prints what the whole
  * build prints, and one with --warning-as-error does not fail where the
- * whole build succeeds. (Also for a compiler of CUDA 13 or later only.) */
+ * whole build succeeds. Like the threads, only for compilers of CUDA 13
+ * and later, which this was checked with. */
 #define EWP_QUIET_OPTION "--suppress-stack-size-warning"
 
 static const char *compiler_threads(const tc_session *s, const char *option)
