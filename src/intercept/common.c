@@ -18,15 +18,31 @@
 /* TASKCACHE_INTERCEPT: "0" (or off, no) every call goes to the driver as
  * if we were not there; "measure" the driver compiles, and the log says how
  * long it took (to compare with taskcache); else taskcache builds. Read
- * once. */
+ * once.
+ *
+ * CUDA_DISABLE_PTX_JIT=1 tells the driver to compile no PTX (it is how a
+ * program checks that its fatbins hold machine code for the GPU): a load of
+ * PTX then fails. Building that PTX would hide the failure the variable is
+ * set to see, so every call goes to the driver, as with "0". */
 static int mode = -1;
+
+static int driver_jit_disabled(void)
+{
+    const char *v = getenv("CUDA_DISABLE_PTX_JIT");
+    return v && strtol(v, NULL, 10) != 0;
+}
 
 int tc_intercept_mode(void)
 {
     if (mode < 0) { /* benign race: every thread computes the same */
         const char *e = getenv("TASKCACHE_INTERCEPT");
-        mode = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"))
-                   ? TC_INTERCEPT_OFF
+        int off = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"));
+        if (!off && driver_jit_disabled()) {
+            off = 1;
+            tc_intercept_note("CUDA_DISABLE_PTX_JIT is set: every PTX goes to the driver, "
+                              "which compiles none");
+        }
+        mode = off                                  ? TC_INTERCEPT_OFF
                : e && !strcmp(e, "measure") ? TC_INTERCEPT_MEASURE
                                             : TC_INTERCEPT_BUILD;
     }

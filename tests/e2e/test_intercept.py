@@ -282,6 +282,18 @@ def test_off_switch_measure_mode_and_no_taskcache(tmp_path, ptx):
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
 
 
+def test_a_program_that_disables_the_drivers_ptx_jit_gets_the_drivers_answer(tmp_path, ptx):
+    """CUDA_DISABLE_PTX_JIT=1 makes the driver refuse PTX (a program checks
+    with it that its fatbins hold machine code): the PTX goes to the driver,
+    so the program sees that refusal, not a cubin built by taskcache."""
+    run = Run(tmp_path)
+    p = run("proc2", "load", ptx, env={"CUDA_DISABLE_PTX_JIT": "1"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert any("CUDA_DISABLE_PTX_JIT is set" in l for l in p.log), p.log
+    p = run("proc2", "load", ptx, env={"CUDA_DISABLE_PTX_JIT": "0"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
+
+
 def test_taskcache_stats_counts_what_the_interceptor_did(tmp_path, ptx):
     run = Run(tmp_path)
     build(ptx, tmp_path / "k.cubin", run.cache)

@@ -5,9 +5,11 @@ and without `taskcache run` (GPU machine).
 Each module of tests/e2e/failing_modules.py is loaded with cuModuleLoadData
 (ctypes) in a fresh process, once plainly (the driver's JIT) and once
 under `taskcache run`; a row per module and mode: how the process ended,
-the CUresult, and whether anything reached its standard error. The issue
-asks that a program behave exactly as without taskcache: the same result,
-no crash the driver would not have, nothing printed unless asked.
+the CUresult, and whether anything reached its standard error. A valid
+module is also loaded with CUDA_DISABLE_PTX_JIT=1, with which the driver
+compiles no PTX. The issue asks that a program behave exactly as without
+taskcache: the same result, no crash the driver would not have, nothing
+printed unless asked.
 
 Usage: compiler_failures.py --taskcache build/taskcache [--out DIR]
 Exit status 0 when taskcache's row matches the driver's for every module
@@ -37,19 +39,37 @@ rc = cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx))
 print("CURESULT", rc, flush=True)
 '''
 
+VALID = """.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry store_seven(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r1, 7;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+"""
+
+# name -> (PTX, environment of the loading process)
 MODULES = {
-    "zero-descriptors (in-process compiler segfaults)": failing_modules.ZERO_DESCRIPTORS,
-    "too-few-registers (a compile that fails)": failing_modules.TOO_FEW_REGISTERS,
-    "wgmma advice (compiles, with ptxas advice)": failing_modules.ADVISED,
+    "zero-descriptors (in-process compiler segfaults)": (failing_modules.ZERO_DESCRIPTORS, {}),
+    "too-few-registers (a compile that fails)": (failing_modules.TOO_FEW_REGISTERS, {}),
+    "wgmma advice (compiles, with ptxas advice)": (failing_modules.ADVISED, {}),
+    "valid, CUDA_DISABLE_PTX_JIT=1 (no JIT)": (VALID, {"CUDA_DISABLE_PTX_JIT": "1"}),
 }
 
 
-def load(work, ptx_path, taskcache=None):
+def load(work, ptx_path, env, taskcache=None):
     cmd = [sys.executable, "-c", LOADER, ptx_path]
     if taskcache:
         cmd = [taskcache, "run", "--cache-dir", os.path.join(work, "tc"),
                "--log", os.path.join(work, "tc.log"), "--", *cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **env))
     rc = [l.split()[1] for l in p.stdout.splitlines() if l.startswith("CURESULT")]
     return {"exit": p.returncode, "curesult": int(rc[0]) if rc else None,
             "stderr": p.stderr.strip()[-400:]}
@@ -63,11 +83,11 @@ def main():
     work = tempfile.mkdtemp(prefix="compiler-failures-")
     rows, ok = {}, True
     print(f"{'module':50} {'mode':10} {'exit':>5} {'CUresult':>8}  stderr")
-    for name, text in MODULES.items():
-        path = os.path.join(work, name.split()[0] + ".ptx")
+    for name, (text, env) in MODULES.items():
+        path = os.path.join(work, name.split()[0].rstrip(",") + ".ptx")
         pathlib.Path(path).write_text(text)
-        d = load(work, path)
-        t = load(work, path, a.taskcache)
+        d = load(work, path, env)
+        t = load(work, path, env, a.taskcache)
         rows[name] = {"driver": d, "taskcache": t}
         for mode, r in (("driver", d), ("taskcache", t)):
             print(f"{name:50} {mode:10} {r['exit']:>5} {str(r['curesult']):>8}  "
