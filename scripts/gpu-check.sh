@@ -36,7 +36,9 @@
 #       tests/gpu/intercept_check.py (Quadrants comes as wheels; a JIT that
 #       is not installed is reported, not failed); then modules the compiler
 #       fails on, loaded with and without taskcache run: the same outcome
-#       (tests/gpu/compiler_failures.py)
+#       (tests/gpu/compiler_failures.py); and a module loaded under each JIT option the
+#       interceptor maps (optimization level, maximum registers, line info, cache mode):
+#       the same registers, memory and results as the driver's (tests/gpu/jit_options.py)
 #   (j) XLA (JAX) compiling through taskcache ptxas: tests/gpu/xla_ptxas_check.py
 #   (k) cold builds of every real-world corpus module on all the machine's
 #       cores against ptxas -split-compile=0 (bench/unit_cost.py all;
@@ -60,7 +62,7 @@
 # Output: progress lines with time stamps, then a summary table (LAST on
 # stdout). Files in $OUT (default ./gpu-out): gpu-check.log (everything),
 # results.json, summary.txt, sass.txt, timing.txt, bench-build.txt, intercept.json,
-# compiler_failures.json, details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
+# compiler_failures.json, jit_options.json, details.tar.gz (every RESULT/stdout/stderr of the GPU runs).
 # Exit status: 0 all correctness checks passed; 1 a correctness check failed
 # (or the build failed); 2 no GPU / missing tools; 3 nothing failed but some
 # correctness check did not complete (time budget).
@@ -106,7 +108,7 @@ OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/gpu-check.log
 : > "$LOG"
 rm -f "$OUT"/results.json "$OUT"/summary.txt "$OUT"/sass.txt "$OUT"/timing.txt \
-    "$OUT"/bench-build.txt "$OUT"/intercept.json "$OUT"/compiler_failures.json \
+    "$OUT"/bench-build.txt "$OUT"/intercept.json "$OUT"/compiler_failures.json "$OUT"/jit_options.json \
     "$OUT"/details.tar.gz   # this script's files of an earlier run
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 if [ -n "$PREBUILT" ]; then
@@ -487,6 +489,14 @@ else
     tail_log "$WORK/compiler_failures.log" 10
     case $frc in 0) res=PASS ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(i) compiler failures" "$res" "exit $frc; driver against taskcache run per module in compiler_failures.json" 1
+    say "(i) JIT options: the driver against taskcache run (tests/gpu/jit_options.py)"
+    timeout -k 10 180 python3 tests/gpu/jit_options.py --taskcache "$TASKCACHE" \
+        --out "$OUT" > "$WORK/jit_options.log" 2>&1
+    jrc=$?
+    cat "$WORK/jit_options.log" >> "$LOG"
+    tail_log "$WORK/jit_options.log" 34
+    case $jrc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(i) JIT options" "$res" "exit $jrc; per setting and kernel in jit_options.json" 1
 fi
 
 # ---- (j) XLA through taskcache ptxas ------------------------------------------------------------

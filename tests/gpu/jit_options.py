@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""jit_options.py -- does `taskcache run` compile PTX as the driver would
+under each JIT option it maps (GPU machine)?
+
+The interceptor turns cuModuleLoadDataEx's JIT options into ptxas options
+(src/intercept/jit.c): CU_JIT_OPTIMIZATION_LEVEL 0-3 into -O0..-O3 (4,
+the driver's default, into none), CU_JIT_MAX_REGISTERS into
+--maxrregcount, CU_JIT_GENERATE_LINE_INFO into -lineinfo, CU_JIT_CACHE_MODE
+into --def-load-cache. Nothing but the GPU says what the driver makes of
+them. For each setting, a module of three kernels (nvcc -ptx at test time)
+is loaded in a fresh process with cuModuleLoadDataEx, once by the driver
+and once under `taskcache run`; each kernel's registers, local, shared and
+constant memory (cuFuncGetAttribute) and the bytes it writes must be the
+same. Beside them, `ptxas -O0..-O3` (and with --maxrregcount) on the same
+PTX, read with cuobjdump --dump-resource-usage, shows which ptxas setting
+the driver's registers match.
+
+Usage: jit_options.py --taskcache build/taskcache [--out DIR]
+Exit status 0 when every setting matches, 1 otherwise, 2 without nvcc."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+KERNELS = r'''
+extern "C" __global__ void light(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * 2.0f + 1.0f;
+}
+
+extern "C" __global__ void heavy(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc[16];
+    for (int k = 0; k < 16; k++)
+        acc[k] = sinf(in[(i + k) % n] * (k + 1));
+    float s = 0.0f;
+    for (int r = 0; r < n % 7 + 3; r++)
+        for (int k = 0; k < 16; k++)
+            s += acc[(k + r) % 16] * cosf(s + k);
+    out[i % n] = s;
+}
+
+extern "C" __global__ void wide(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float a0 = in[i % n], a1 = a0 * 1.1f, a2 = a0 * 1.2f, a3 = a0 * 1.3f;
+    float b0 = a0 + 1, b1 = a1 + 1, b2 = a2 + 1, b3 = a3 + 1;
+#pragma unroll
+    for (int k = 0; k < 24; k++) {
+        a0 = fmaf(a0, b1, a2); a1 = fmaf(a1, b2, a3); a2 = fmaf(a2, b3, b0);
+        a3 = fmaf(a3, b0, b1); b0 = fmaf(b0, a1, a3); b1 = fmaf(b1, a2, a0);
+        b2 = fmaf(b2, a3, a1); b3 = fmaf(b3, a0, a2);
+    }
+    out[i % n] = a0 + a1 + a2 + a3 + b0 + b1 + b2 + b3;
+}
+'''
+NAMES = ("light", "heavy", "wide")
+
+# CUjit_option values (cuda.h)
+MAX_REGISTERS, OPTIMIZATION_LEVEL, GENERATE_LINE_INFO, CACHE_MODE = 0, 7, 13, 14
+CACHE_CG = 1
+
+# label -> (JIT options, the ptxas options they should mean)
+SETTINGS = {
+    "none": ([], []),
+    "-O level 0": ([(OPTIMIZATION_LEVEL, 0)], ["-O0"]),
+    "-O level 1": ([(OPTIMIZATION_LEVEL, 1)], ["-O1"]),
+    "-O level 2": ([(OPTIMIZATION_LEVEL, 2)], ["-O2"]),
+    "-O level 3": ([(OPTIMIZATION_LEVEL, 3)], ["-O3"]),
+    "-O level 4": ([(OPTIMIZATION_LEVEL, 4)], []),
+    "max registers 16": ([(MAX_REGISTERS, 16)], ["--maxrregcount=16"]),
+    "max registers 20, level 1": ([(MAX_REGISTERS, 20), (OPTIMIZATION_LEVEL, 1)],
+                                  ["--maxrregcount=20", "-O1"]),
+    "line info": ([(GENERATE_LINE_INFO, 1)], ["-lineinfo"]),
+    "cache mode cg": ([(CACHE_MODE, CACHE_CG)], ["--def-load-cache=cg"]),
+}
+
+LOADER = r'''
+import ctypes, hashlib, json, struct, sys
+cuda = ctypes.CDLL("libcuda.so.1")
+ptx = open(sys.argv[1], "rb").read() + b"\0"
+opts = json.loads(sys.argv[2])
+names = sys.argv[3].split(",")
+P, U = ctypes.c_void_p, ctypes.c_uint
+for fn, args in (("cuModuleLoadDataEx", [P, P, U, P, P]), ("cuModuleGetFunction", [P, P, P]),
+                 ("cuFuncGetAttribute", [P, ctypes.c_int, P]),
+                 ("cuMemAlloc_v2", [P, ctypes.c_size_t]),
+                 ("cuMemcpyHtoD_v2", [ctypes.c_uint64, P, ctypes.c_size_t]),
+                 ("cuMemcpyDtoH_v2", [P, ctypes.c_uint64, ctypes.c_size_t]),
+                 ("cuMemFree_v2", [ctypes.c_uint64]),
+                 ("cuLaunchKernel", [P, U, U, U, U, U, U, U, P, P, P])):
+    getattr(cuda, fn).argtypes = args
+def ok(rc, what):
+    if rc != 0:
+        print(json.dumps({"error": f"{what}: CUresult {rc}"})); sys.exit(0)
+dev, ctx, mod = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
+ok(cuda.cuInit(0), "cuInit"); ok(cuda.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+ok(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "ctx"); ok(cuda.cuCtxSetCurrent(ctx), "set")
+keys = (ctypes.c_int * max(1, len(opts)))(*[k for k, _ in opts])
+vals = (ctypes.c_void_p * max(1, len(opts)))(*[v for _, v in opts])
+ok(cuda.cuModuleLoadDataEx(ctypes.byref(mod), ptx, len(opts), keys, vals),
+   "cuModuleLoadDataEx")
+n = 4096
+host = (ctypes.c_float * n)(*[((i * 37) % 101) / 50.0 - 1.0 for i in range(n)])
+out = {}
+for name in names:
+    f = ctypes.c_void_p()
+    ok(cuda.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), name)
+    attrs = {}
+    for label, a in (("registers", 4), ("local", 3), ("shared", 1), ("const", 2)):
+        v = ctypes.c_int()
+        ok(cuda.cuFuncGetAttribute(ctypes.byref(v), a, f), label)
+        attrs[label] = v.value
+    src, dst = ctypes.c_uint64(), ctypes.c_uint64()
+    ok(cuda.cuMemAlloc_v2(ctypes.byref(src), n * 4), "alloc")
+    ok(cuda.cuMemAlloc_v2(ctypes.byref(dst), n * 4), "alloc")
+    ok(cuda.cuMemcpyHtoD_v2(src.value, host, n * 4), "htod")
+    ok(cuda.cuMemcpyHtoD_v2(dst.value, host, n * 4), "htod")
+    pn = ctypes.c_int(n)
+    args = (ctypes.c_void_p * 3)(ctypes.addressof(src), ctypes.addressof(dst),
+                                 ctypes.addressof(pn))
+    ok(cuda.cuLaunchKernel(f, n // 128, 1, 1, 128, 1, 1, 0, None, args, None), "launch")
+    ok(cuda.cuCtxSynchronize(), "sync")
+    res = (ctypes.c_float * n)()
+    ok(cuda.cuMemcpyDtoH_v2(res, dst.value, n * 4), "dtoh")
+    cuda.cuMemFree_v2(src.value)
+    cuda.cuMemFree_v2(dst.value)
+    attrs["output"] = hashlib.sha256(bytes(res)).hexdigest()[:16]
+    out[name] = attrs
+print(json.dumps(out))
+'''
+
+
+def find_tool(name):
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
+            return os.path.join(home, "bin", name)
+    return shutil.which(name)
+
+
+def load(work, ptx, opts, taskcache=None):
+    cmd = [sys.executable, "-c", LOADER, ptx, json.dumps(opts), ",".join(NAMES)]
+    env = dict(os.environ, CUDA_CACHE_DISABLE="1")  # the driver compiles every time
+    if taskcache:
+        cmd = [taskcache, "run", "--cache-dir", os.path.join(work, "tc"),
+               "--log", os.path.join(work, "tc.log"), "--", *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"error": f"exit {p.returncode}: {p.stderr[-300:]}"}
+    return json.loads(lines[-1])
+
+
+def ptxas_registers(ptxas, cuobjdump, work, ptx, options, arch):
+    """kernel -> registers of `ptxas OPTIONS` on the module."""
+    cubin = os.path.join(work, "ref.cubin")
+    subprocess.run([ptxas, f"-arch={arch}", *options, ptx, "-o", cubin], check=True,
+                   capture_output=True)  # its warning on a register cap below 24
+    text = subprocess.run([cuobjdump, "--dump-resource-usage", cubin], capture_output=True,
+                          text=True, check=True).stdout
+    regs, current = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Function (\w+):", line)
+        if m:
+            current = m.group(1)
+        m = re.search(r"REG:(\d+)", line)
+        if m and current:
+            regs[current] = int(m.group(1))
+    return regs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--taskcache", required=True)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--arch", default="sm_90")
+    a = ap.parse_args()
+    nvcc, ptxas, cuobjdump = find_tool("nvcc"), find_tool("ptxas"), find_tool("cuobjdump")
+    if not (nvcc and ptxas and cuobjdump):
+        print("jit_options.py: needs nvcc, ptxas and cuobjdump")
+        return 2
+    work = tempfile.mkdtemp(prefix="jit-options-")
+    cu, ptx = os.path.join(work, "k.cu"), os.path.join(work, "k.ptx")
+    with open(cu, "w") as f:
+        f.write(KERNELS)
+    subprocess.run([nvcc, "-ptx", f"-arch={a.arch}", cu, "-o", ptx], check=True)
+    rows, ok = {}, True
+    print(f"{'setting':28} {'kernel':6} {'driver':>24} {'taskcache run':>24} "
+          f"{'ptxas regs':>10}  same")
+    for label, (opts, ptxas_opts) in SETTINGS.items():
+        d = load(work, ptx, opts)
+        t = load(work, ptx, opts, a.taskcache)
+        ref = ptxas_registers(ptxas, cuobjdump, work, ptx, ptxas_opts, a.arch)
+        rows[label] = {"driver": d, "taskcache": t, "ptxas_registers": ref}
+        if "error" in d or "error" in t:
+            ok = False
+            print(f"{label:28} error: driver {d.get('error')}, taskcache {t.get('error')}")
+            continue
+        for k in NAMES:
+            same = d[k] == t[k]
+            ok &= same
+            cell = lambda r: f"r{r['registers']} l{r['local']} {r['output'][:8]}"  # noqa: E731
+            print(f"{label:28} {k:6} {cell(d[k]):>24} {cell(t[k]):>24} {ref.get(k, '?'):>10}"
+                  f"  {'yes' if same else 'NO'}", flush=True)
+    with open(os.path.join(a.out, "jit_options.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print("PASS" if ok else "PROBLEM: taskcache run differs from the driver")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
