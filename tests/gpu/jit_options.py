@@ -11,7 +11,9 @@ them. For each setting, a module of three kernels (nvcc -ptx at test time)
 is loaded in a fresh process with cuModuleLoadDataEx, once by the driver
 and once under `taskcache run`; each kernel's registers, local, shared and
 constant memory (cuFuncGetAttribute) and the bytes it writes must be the
-same. Beside them, `ptxas -O0..-O3` (and with --maxrregcount) on the same
+same. The same goes for a link session (cuLinkCreate with the options,
+the PTX added, cuLinkComplete), whose linked cubin must also hold the same
+code: every .text section byte for byte. Beside them, `ptxas -O0..-O3` (and with --maxrregcount) on the same
 PTX, read with cuobjdump --dump-resource-usage, shows which ptxas setting
 the driver's registers match.
 
@@ -19,13 +21,18 @@ Usage: jit_options.py --taskcache build/taskcache [--out DIR]
 Exit status 0 when every setting matches, 1 otherwise, 2 without nvcc."""
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import pathlib
 import sys
 import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "e2e"))
+import elfsyms  # noqa: E402
 
 KERNELS = r'''
 extern "C" __global__ void light(const float *in, float *out, int n)
@@ -88,6 +95,7 @@ cuda = ctypes.CDLL("libcuda.so.1")
 ptx = open(sys.argv[1], "rb").read() + b"\0"
 opts = json.loads(sys.argv[2])
 names = sys.argv[3].split(",")
+mode, cubin_out = sys.argv[4], sys.argv[5]
 P, U = ctypes.c_void_p, ctypes.c_uint
 for fn, args in (("cuModuleLoadDataEx", [P, P, U, P, P]), ("cuModuleGetFunction", [P, P, P]),
                  ("cuFuncGetAttribute", [P, ctypes.c_int, P]),
@@ -95,7 +103,10 @@ for fn, args in (("cuModuleLoadDataEx", [P, P, U, P, P]), ("cuModuleGetFunction"
                  ("cuMemcpyHtoD_v2", [ctypes.c_uint64, P, ctypes.c_size_t]),
                  ("cuMemcpyDtoH_v2", [P, ctypes.c_uint64, ctypes.c_size_t]),
                  ("cuMemFree_v2", [ctypes.c_uint64]),
-                 ("cuLaunchKernel", [P, U, U, U, U, U, U, U, P, P, P])):
+                 ("cuLaunchKernel", [P, U, U, U, U, U, U, U, P, P, P]),
+                 ("cuLinkCreate_v2", [U, P, P, P]),
+                 ("cuLinkAddData_v2", [P, ctypes.c_int, P, ctypes.c_size_t, P, U, P, P]),
+                 ("cuLinkComplete", [P, P, P]), ("cuModuleLoadData", [P, P])):
     getattr(cuda, fn).argtypes = args
 def ok(rc, what):
     if rc != 0:
@@ -105,8 +116,17 @@ ok(cuda.cuInit(0), "cuInit"); ok(cuda.cuDeviceGet(ctypes.byref(dev), 0), "cuDevi
 ok(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "ctx"); ok(cuda.cuCtxSetCurrent(ctx), "set")
 keys = (ctypes.c_int * max(1, len(opts)))(*[k for k, _ in opts])
 vals = (ctypes.c_void_p * max(1, len(opts)))(*[v for _, v in opts])
-ok(cuda.cuModuleLoadDataEx(ctypes.byref(mod), ptx, len(opts), keys, vals),
-   "cuModuleLoadDataEx")
+if mode == "load":
+    ok(cuda.cuModuleLoadDataEx(ctypes.byref(mod), ptx, len(opts), keys, vals),
+       "cuModuleLoadDataEx")
+else:  # a link session with the options; its PTX input takes them from it
+    state, image, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+    ok(cuda.cuLinkCreate_v2(len(opts), keys, vals, ctypes.byref(state)), "cuLinkCreate")
+    ok(cuda.cuLinkAddData_v2(state, 1, ptx, len(ptx), b"k.ptx", 0, None, None), "cuLinkAddData")
+    ok(cuda.cuLinkComplete(state, ctypes.byref(image), ctypes.byref(size)), "cuLinkComplete")
+    linked = ctypes.string_at(image, size.value)
+    open(cubin_out, "wb").write(linked)
+    ok(cuda.cuModuleLoadData(ctypes.byref(mod), linked), "cuModuleLoadData")
 n = 4096
 host = (ctypes.c_float * n)(*[((i * 37) % 101) / 50.0 - 1.0 for i in range(n)])
 out = {}
@@ -145,8 +165,9 @@ def find_tool(name):
     return shutil.which(name)
 
 
-def load(work, ptx, opts, taskcache=None):
-    cmd = [sys.executable, "-c", LOADER, ptx, json.dumps(opts), ",".join(NAMES)]
+def load(work, ptx, opts, mode, taskcache=None):
+    cubin = os.path.join(work, f"{mode}-{'taskcache' if taskcache else 'driver'}.cubin")
+    cmd = [sys.executable, "-c", LOADER, ptx, json.dumps(opts), ",".join(NAMES), mode, cubin]
     env = dict(os.environ, CUDA_CACHE_DISABLE="1")  # the driver compiles every time
     if taskcache:
         cmd = [taskcache, "run", "--cache-dir", os.path.join(work, "tc"),
@@ -155,7 +176,11 @@ def load(work, ptx, opts, taskcache=None):
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not lines:
         return {"error": f"exit {p.returncode}: {p.stderr[-300:]}"}
-    return json.loads(lines[-1])
+    out = json.loads(lines[-1])
+    if mode == "link" and "error" not in out:  # the linked code, for the comparison
+        out["text"] = {n: hashlib.sha256(b).hexdigest()[:16]
+                       for n, b in elfsyms.sections(cubin).items() if n.startswith(".text.")}
+    return out
 
 
 def ptxas_registers(ptxas, cuobjdump, work, ptx, options, arch):
@@ -192,23 +217,30 @@ def main():
         f.write(KERNELS)
     subprocess.run([nvcc, "-ptx", f"-arch={a.arch}", cu, "-o", ptx], check=True)
     rows, ok = {}, True
-    print(f"{'setting':28} {'kernel':6} {'driver':>24} {'taskcache run':>24} "
+    print(f"{'setting':28} {'call':4} {'kernel':6} {'driver':>24} {'taskcache run':>24} "
           f"{'ptxas regs':>10}  same")
     for label, (opts, ptxas_opts) in SETTINGS.items():
-        d = load(work, ptx, opts)
-        t = load(work, ptx, opts, a.taskcache)
         ref = ptxas_registers(ptxas, cuobjdump, work, ptx, ptxas_opts, a.arch)
-        rows[label] = {"driver": d, "taskcache": t, "ptxas_registers": ref}
-        if "error" in d or "error" in t:
-            ok = False
-            print(f"{label:28} error: driver {d.get('error')}, taskcache {t.get('error')}")
-            continue
-        for k in NAMES:
-            same = d[k] == t[k]
-            ok &= same
-            cell = lambda r: f"r{r['registers']} l{r['local']} {r['output'][:8]}"  # noqa: E731
-            print(f"{label:28} {k:6} {cell(d[k]):>24} {cell(t[k]):>24} {ref.get(k, '?'):>10}"
-                  f"  {'yes' if same else 'NO'}", flush=True)
+        rows[label] = {"ptxas_registers": ref}
+        for mode in ("load", "link"):
+            d = load(work, ptx, opts, mode)
+            t = load(work, ptx, opts, mode, a.taskcache)
+            rows[label][mode] = {"driver": d, "taskcache": t}
+            if "error" in d or "error" in t:
+                ok = False
+                print(f"{label:28} {mode:4} error: driver {d.get('error')}, "
+                      f"taskcache {t.get('error')}")
+                continue
+            if mode == "link" and d["text"] != t["text"]:
+                ok = False
+                print(f"{label:28} {mode:4} the linked code differs: {d['text']} {t['text']}")
+            for k in NAMES:
+                same = d[k] == t[k]
+                ok &= same
+                cell = lambda r: f"r{r['registers']} l{r['local']} {r['output'][:8]}"  # noqa: E731
+                print(f"{label:28} {mode:4} {k:6} {cell(d[k]):>24} {cell(t[k]):>24} "
+                      f"{ref.get(k, '?') if mode == 'load' else '':>10}"
+                      f"  {'yes' if same else 'NO'}", flush=True)
     with open(os.path.join(a.out, "jit_options.json"), "w") as f:
         json.dump(rows, f, indent=1)
     print("PASS" if ok else "PROBLEM: taskcache run differs from the driver")
