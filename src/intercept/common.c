@@ -42,7 +42,7 @@ int tc_intercept_mode(void)
             tc_intercept_note("CUDA_DISABLE_PTX_JIT is set: every PTX goes to the driver, "
                               "which compiles none");
         }
-        mode = off                                  ? TC_INTERCEPT_OFF
+        mode = off                           ? TC_INTERCEPT_OFF
                : e && !strcmp(e, "measure") ? TC_INTERCEPT_MEASURE
                                             : TC_INTERCEPT_BUILD;
     }
