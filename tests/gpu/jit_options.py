@@ -6,7 +6,7 @@ The interceptor turns cuModuleLoadDataEx's JIT options into ptxas options
 (src/intercept/jit.c): CU_JIT_OPTIMIZATION_LEVEL 0-3 into -O0..-O3 (4,
 the driver's default, into none), CU_JIT_MAX_REGISTERS into
 --maxrregcount, CU_JIT_GENERATE_LINE_INFO into -lineinfo, CU_JIT_CACHE_MODE
-into --def-load-cache. Nothing but the GPU says what the driver makes of
+into --def-load-cache, CU_JIT_TARGET into the target (sm_90, sm_90a). Nothing but the GPU says what the driver makes of
 them. For each setting, a module of three kernels (nvcc -ptx at test time)
 is loaded in a fresh process with cuModuleLoadDataEx, once by the driver
 and once under `taskcache run`; each kernel's registers, local, shared and
@@ -71,8 +71,9 @@ extern "C" __global__ void wide(const float *in, float *out, int n)
 NAMES = ("light", "heavy", "wide")
 
 # CUjit_option values (cuda.h)
-MAX_REGISTERS, OPTIMIZATION_LEVEL, GENERATE_LINE_INFO, CACHE_MODE = 0, 7, 13, 14
+MAX_REGISTERS, OPTIMIZATION_LEVEL, TARGET, GENERATE_LINE_INFO, CACHE_MODE = 0, 7, 9, 13, 14
 CACHE_CG = 1
+ACCELERATED = 0x10000  # CU_COMPUTE_ACCELERATED_TARGET_BASE: sm_90a is 0x10000 + 90
 
 # label -> (JIT options, the ptxas options they should mean)
 SETTINGS = {
@@ -87,6 +88,8 @@ SETTINGS = {
                                   ["--maxrregcount=20", "-O1"]),
     "line info": ([(GENERATE_LINE_INFO, 1)], ["-lineinfo"]),
     "cache mode cg": ([(CACHE_MODE, CACHE_CG)], ["--def-load-cache=cg"]),
+    "target sm_90": ([(TARGET, 90)], ["-arch=sm_90"]),
+    "target sm_90a": ([(TARGET, ACCELERATED + 90)], ["-arch=sm_90a"]),
 }
 
 LOADER = r'''
@@ -186,7 +189,8 @@ def load(work, ptx, opts, mode, taskcache=None):
 def ptxas_registers(ptxas, cuobjdump, work, ptx, options, arch):
     """kernel -> registers of `ptxas OPTIONS` on the module."""
     cubin = os.path.join(work, "ref.cubin")
-    subprocess.run([ptxas, f"-arch={arch}", *options, ptx, "-o", cubin], check=True,
+    target = [] if any(o.startswith("-arch=") for o in options) else [f"-arch={arch}"]
+    subprocess.run([ptxas, *target, *options, ptx, "-o", cubin], check=True,
                    capture_output=True)  # its warning on a register cap below 24
     text = subprocess.run([cuobjdump, "--dump-resource-usage", cubin], capture_output=True,
                           text=True, check=True).stdout
