@@ -220,6 +220,21 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
     return 1;
 }
 
+/* ptxas -g (--device-debug) on units linked into one image: each kernel's
+ * static .shared arrays come out twice (1024 + 2 x 20,000 bytes of shared
+ * memory for one 20,000-byte array where ptxas -g gives 1024 + 20,000),
+ * their symbols missing. Less occupancy, and a launch that asks for
+ * dynamic shared memory can fail. A debug build is compiled whole, as
+ * ptxas compiles it. */
+static int device_debug(const tc_options *o)
+{
+    for (size_t i = 0; i < o->ncopts; i++)
+        if (!strcmp(o->copts[i], "-g") || !strcmp(o->copts[i], "--device-debug") ||
+            !strcmp(o->copts[i], "-device-debug"))
+            return 1;
+    return 0;
+}
+
 /* How the module is built, part of its key: split (the unit size, the unit
  * code) or whole, and the compiler threads a whole compile gets (a small
  * module is compiled whole under a split plan). */
@@ -245,7 +260,7 @@ static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
     /* a relocatable object is one compile of the whole module (taskcache.h) */
-    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE;
+    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE && !device_debug(s->o);
     tc_status st = tc_session_prepare(s, split);
     if (st != TC_OK)
         return st;
@@ -287,6 +302,10 @@ static tc_status build(tc_ptx_job *j)
     char why[256] = "splitting is turned off";
     if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
+    else if (s->o->split && device_debug(s->o))
+        snprintf(why, sizeof why,
+                 "device debug information (-g): linked units would hold each kernel's "
+                 "static shared memory twice");
     int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1, small = 0;
     if (rc < 0)
         return TC_ERR_NOMEM;

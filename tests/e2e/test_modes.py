@@ -613,6 +613,60 @@ def test_a_split_build_warns_about_stack_sizes_as_the_whole_build_does(tmp_path,
         assert elfsyms.kernels(str(out)) == elfsyms.kernels(str(tmp_path / "w.cubin"))
 
 
+SHARED_ARRAYS = """
+extern "C" __global__ void k0(float *out)
+{
+    __shared__ float s[5000];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[(threadIdx.x + 1) % blockDim.x];
+}
+extern "C" __global__ void k1(float *out)
+{
+    __shared__ float t[300];
+    t[threadIdx.x % 300] = 2.0f * threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] += t[(threadIdx.x + 3) % 300];
+}
+""" + "".join(  # enough other kernels that the module is split by default
+    f"""extern "C" __global__ void f{i}(float *out, int n)
+{{
+    float a = out[threadIdx.x];
+    for (int k = 0; k < n; k++)
+        a = a * {1 + i / 100} + sinf(a + k);
+    out[threadIdx.x] = a;
+}}
+""" for i in range(40))
+
+
+@pytest.mark.parametrize("command", ["build", "ptxas"])
+def test_a_device_debug_build_is_compiled_whole_with_the_shared_memory_of_ptxas(
+        tmp_path, command):
+    """With ptxas -g, units linked into one image held each kernel's static
+    shared arrays twice (k0: 1024 + 2 x 20,000 bytes, against ptxas's 1024
+    + 20,000). A debug build is compiled whole, and says why."""
+    from tchelp import PTXAS, nvcc_ptx
+    src = nvcc_ptx(SHARED_ARRAYS, tmp_path / "shared.ptx")
+    whole = tmp_path / "w.cubin"
+    run([PTXAS, "-arch=" + ARCH, "-g", src, "-o", whole])
+    out = tmp_path / "t.cubin"
+    if command == "build":
+        p = build(src, out, tmp_path / "cache", "-Xptxas", "-g")
+    else:
+        p = run([TASKCACHE, "ptxas", "-arch=" + ARCH, "--device-debug", src, "-o", out],
+                env=dict(os.environ, TASKCACHE_DIR=str(tmp_path / "cache")))
+    shared = {n: size for n, size in elfsyms.section_sizes(str(whole)).items()
+              if n.startswith(".nv.shared.")}
+    assert shared[".nv.shared.k0"] == 1024 + 20000
+    assert {n: size for n, size in elfsyms.section_sizes(str(out)).items()
+            if n.startswith(".nv.shared.")} == shared
+    if command == "build":
+        assert "compiled whole, not split: device debug information (-g)" in p.stderr
+    # without -g the same module is split
+    p = build(src, tmp_path / "split.cubin", tmp_path / "cache", "-v")
+    assert "(split" in p.stderr
+
+
 def test_ten_thousand_kernels(tmp_path):
     src = tmp_path / "big.ptx"
     src.write_text(scaling.module(10000))
