@@ -481,22 +481,20 @@ else
     tail_log "$WORK/intercept.log" 30
     case $irc in 0) res=PASS ;; 2) res=INCOMPLETE ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
     row "(i) taskcache run" "$res" "exit $irc; $(grep -c PROBLEM "$WORK/intercept.log") problem(s), $(grep -c 'not installed' "$WORK/intercept.log") JIT(s) missing; table in checks.txt" 1
-    say "(i) what a program sees when the compiler fails (tests/gpu/compiler_failures.py)"
-    timeout -k 10 120 python3 tests/gpu/compiler_failures.py --taskcache "$TASKCACHE" \
-        --out "$OUT" > "$WORK/compiler_failures.log" 2>&1
-    frc=$?
-    cat "$WORK/compiler_failures.log" >> "$LOG"
-    tail_log "$WORK/compiler_failures.log" 10
-    case $frc in 0) res=PASS ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
-    row "(i) compiler failures" "$res" "exit $frc; driver against taskcache run per module in compiler_failures.json" 1
-    say "(i) JIT options: the driver against taskcache run (tests/gpu/jit_options.py)"
-    timeout -k 10 180 python3 tests/gpu/jit_options.py --taskcache "$TASKCACHE" \
-        --out "$OUT" > "$WORK/jit_options.log" 2>&1
-    jrc=$?
-    cat "$WORK/jit_options.log" >> "$LOG"
-    tail_log "$WORK/jit_options.log" 34
-    case $jrc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
-    row "(i) JIT options" "$res" "exit $jrc; per setting and kernel in jit_options.json" 1
+    # driver_check NAME SECONDS TAIL ROW WHAT: tests/gpu/NAME.py, the driver against
+    # taskcache run; its table in the log, NAME.json in $OUT (exit 2: a tool is missing)
+    driver_check() {
+        say "(i) $5 (tests/gpu/$1.py)"
+        timeout -k 10 "$2" python3 "tests/gpu/$1.py" --taskcache "$TASKCACHE" --out "$OUT" \
+            > "$WORK/$1.log" 2>&1
+        local rc=$? res
+        cat "$WORK/$1.log" >> "$LOG"
+        tail_log "$WORK/$1.log" "$3"
+        case $rc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+        row "(i) $4" "$res" "exit $rc; the driver against taskcache run in $1.json" 1
+    }
+    driver_check compiler_failures 120 12 "compiler failures" "what a program sees when the compiler fails"
+    driver_check jit_options 180 40 "JIT options" "JIT options: the same code as the driver's"
 fi
 
 # ---- (j) XLA through taskcache ptxas ------------------------------------------------------------
