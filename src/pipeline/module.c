@@ -259,8 +259,9 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
+    int debug = device_debug(s->o);
     /* a relocatable object is one compile of the whole module (taskcache.h) */
-    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE && !device_debug(s->o);
+    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE && !debug;
     tc_status st = tc_session_prepare(s, split);
     if (st != TC_OK)
         return st;
@@ -302,7 +303,7 @@ static tc_status build(tc_ptx_job *j)
     char why[256] = "splitting is turned off";
     if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
-    else if (s->o->split && device_debug(s->o))
+    else if (s->o->split && debug)
         snprintf(why, sizeof why,
                  "device debug information (-g): linked units would hold each kernel's "
                  "static shared memory twice");

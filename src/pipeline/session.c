@@ -198,6 +198,14 @@ static void choose_options(tc_session *s)
     s->ewp_quiet = compiler_major(s) >= CHECKED_SINCE ? EWP_QUIET_OPTION : NULL;
 }
 
+/* The option that silences a compile's stack size warning, or NULL: the
+ * one place the unit's key (tc_session_unit_mode) and its compile
+ * (compile_with) take it from. */
+static const char *quiet_option(const tc_session *s, tc_out_kind kind)
+{
+    return kind == TC_OUT_EWP ? s->ewp_quiet : NULL;
+}
+
 const char *tc_session_threads(const tc_session *s, tc_out_kind kind, const char *text,
                                size_t len)
 {
@@ -225,7 +233,7 @@ const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, const ch
                                  size_t len, char *buf, size_t n)
 {
     const char *threads = tc_session_threads(s, kind, text, len);
-    const char *quiet = kind == TC_OUT_EWP ? s->ewp_quiet : NULL;
+    const char *quiet = quiet_option(s, kind);
     snprintf(buf, n, "%s%s%s%s%s", tc_out_option(kind), quiet ? " " : "", quiet ? quiet : "",
              threads ? " " : "", threads ? threads : "");
     return buf;
@@ -276,7 +284,8 @@ tc_status tc_session_prepare(tc_session *s, int links)
 
 /* ---- compiling and linking --------------------------------------------------------- */
 
-/* One compile with the options' own, then extra (NULL: none). */
+/* One compile with the options' own, the kind's quiet option, then extra
+ * (NULL: none). */
 static int compile_with(tc_session *s, tc_out_kind kind, const char *text, size_t len,
                         const char *ptx_path, const char *extra, tc_sb *output, tc_sb *log,
                         int *exit_code)
@@ -289,8 +298,9 @@ static int compile_with(tc_session *s, tc_out_kind kind, const char *text, size_
     }
     if (nopts)
         memcpy(opts, s->o->copts, nopts * sizeof *opts);
-    if (kind == TC_OUT_EWP && s->ewp_quiet)
-        opts[nopts++] = (char *)s->ewp_quiet;
+    const char *quiet = quiet_option(s, kind);
+    if (quiet)
+        opts[nopts++] = (char *)quiet;
     if (extra)
         opts[nopts++] = (char *)extra;
     int rc = -1;

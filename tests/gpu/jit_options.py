@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import pathlib
 import sys
@@ -33,6 +32,7 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "e2e"))
 import elfsyms  # noqa: E402
+from sass_compare import find_tool  # noqa: E402  (beside this file)
 
 KERNELS = r'''
 extern "C" __global__ void light(const float *in, float *out, int n)
@@ -159,13 +159,6 @@ for name in names:
     out[name] = attrs
 print(json.dumps(out))
 '''
-
-
-def find_tool(name):
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
-            return os.path.join(home, "bin", name)
-    return shutil.which(name)
 
 
 def load(work, ptx, opts, mode, taskcache=None):
