@@ -73,6 +73,18 @@ static int has_long_name(const char *ptx, size_t len)
     return 0;
 }
 
+/* What a failed nvPTXCompiler call means, in words. */
+static const char *failure_name(nvPTXCompileResult rc)
+{
+    switch (rc) {
+    case NVPTXCOMPILE_ERROR_INVALID_INPUT: return "invalid input";
+    case NVPTXCOMPILE_ERROR_INTERNAL: return "internal error";
+    case NVPTXCOMPILE_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case NVPTXCOMPILE_ERROR_UNSUPPORTED_PTX_VERSION: return "unsupported PTX version";
+    default: return "unexpected result";
+    }
+}
+
 int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)
 {
@@ -94,9 +106,12 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_k
     if (rc == NVPTXCOMPILE_SUCCESS)
         rc = nvPTXCompilerCompile(h, argc, argv);
     free(argv);
+    size_t explained = 0; /* bytes of the error log: the compiler said why */
     if (h) {
         append_log(h, 0, log);
+        explained = log->len;
         append_log(h, 1, log);
+        explained = log->len - explained;
     }
     size_t size = 0;
     if (rc == NVPTXCOMPILE_SUCCESS)
@@ -108,9 +123,11 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_k
     } else {
         if (rc == NVPTXCOMPILE_SUCCESS)
             rc = NVPTXCOMPILE_ERROR_OUT_OF_MEMORY;
-        if (rc != NVPTXCOMPILE_ERROR_COMPILATION_FAILURE)
-            tc_sb_printf(log, "ptxas fatal   : in-process compiler failed (nvPTXCompile error %d)\n",
-                         (int)rc);
+        /* a failure its error log explains (a compile error, a PTX version
+         * newer than the compiler) needs no second line */
+        if (rc != NVPTXCOMPILE_ERROR_COMPILATION_FAILURE && !explained)
+            tc_sb_printf(log, "ptxas fatal   : in-process compiler failed: %s (nvPTXCompile error %d)\n",
+                         failure_name(rc), (int)rc);
         *exit_code = 1;
     }
     if (h)

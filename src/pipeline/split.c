@@ -497,10 +497,12 @@ static tc_status link_units(tc_ptx_job *j)
     return st == TC_OK ? check_const_layout(j) : st;
 }
 
-/* Drops the repeats of a line that names no input line ("NAME: warning:
- * adjusting per thread register count..."): ptxas says such a thing of
- * the module once, every unit's compile says it again. */
-static void drop_repeated_module_lines(tc_sb *w, const char *name)
+/* Drops the repeats of a diagnostic about the input ("NAME:LINE: error:
+ * ...", "NAME: warning: adjusting per thread register count..."): a
+ * statement every unit holds (the .version line, a module variable) is
+ * reported by every unit's compile, and ptxas says it once of the module.
+ * Other lines (continuations of a report) are kept as they are. */
+static void drop_repeated_diagnostics(tc_sb *w, const char *name)
 {
     size_t nlen = strlen(name), keep = 0;
     tc_map seen = {0};
@@ -508,11 +510,10 @@ static void drop_repeated_module_lines(tc_sb *w, const char *name)
         const char *line = w->data + at;
         const char *nl = memchr(line, '\n', w->len - at);
         size_t n = nl ? (size_t)(nl + 1 - line) : w->len - at;
-        int unnumbered = n > nlen + 2 && !memcmp(line, name, nlen) && line[nlen] == ':' &&
-                         line[nlen + 1] == ' ';
+        int about_input = n > nlen + 1 && !memcmp(line, name, nlen) && line[nlen] == ':';
         /* moved first: the map keeps pointers, and what is kept stays put */
         memmove(w->data + keep, line, n);
-        if (!unnumbered || tc_map_put(&seen, w->data + keep, n, 1) != 0)
+        if (!about_input || tc_map_put(&seen, w->data + keep, n, 1) != 0)
             keep += n; /* the first time (or no memory to tell) */
         at += n;
     }
@@ -553,7 +554,7 @@ static tc_status unit_diagnostics(tc_ptx_job *j)
         }
         errors += e;
     }
-    drop_repeated_module_lines(&j->warnings, s->name);
+    drop_repeated_diagnostics(&j->warnings, s->name);
     tc_sb_append(&s->r->diag, j->warnings.data, j->warnings.len);
     return st == TC_OK && errors ? TC_ERR_COMPILE : st;
 }

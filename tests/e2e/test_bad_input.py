@@ -93,6 +93,23 @@ def test_text_ends_at_the_first_nul(tmp_path):
     assert stats(cache)["compiles"] == 3 and stats(cache)["module_records"] == 3
 
 
+def test_an_error_every_unit_reports_is_printed_once(tmp_path):
+    """A PTX version the compiler does not know fails every unit's compile
+    on the same input line; the build says it once, as ptxas does of the
+    module, and says nothing the compiler's message already says."""
+    src = tmp_path / "future.ptx"
+    kernels = "".join(f".visible .entry k{i}() {{ ret; }}\n" for i in range(5))
+    src.write_text(".version 99.0\n.target sm_90\n.address_size 64\n" + kernels)
+    for compiler in ("auto", "ptxas"):
+        for split in (["--unit-cost", "1"], []):
+            p = build(str(src), tmp_path / "o.cubin", str(tmp_path / "cache"), "--compiler",
+                      compiler, *split, check=False)
+            assert p.returncode == 1
+            errors = [l for l in p.stderr.splitlines() if "error" in l]
+            assert errors == [f"{src}:1: error: Unsupported .version 99.0; current version is "
+                              f"'{errors[0].rsplit(chr(39), 2)[1]}'"], (compiler, split, p.stderr)
+
+
 def test_compile_error_keeps_good_units_only(tmp_path):
     """A module whose kernels parse but one fails in ptxas: no module record
     and no record of the failing unit; the units that compiled are kept, so
