@@ -32,11 +32,13 @@ import argparse
 import os
 import random
 import re
-import shutil
 import struct
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
 
 # --------------------------------------------------------------------------
 # Size knobs.  Tuned so that --tasks 250 gives a ~1.5 MB PTX module that
@@ -456,19 +458,11 @@ def generate_cuda(tasks: int = 250, seed: int = 1, scale: float = 1.0) -> tuple[
 # ==========================================================================
 
 def find_cuda_tool(name: str) -> str:
-    """Find a CUDA tool via $CUDA_HOME/bin, /usr/local/cuda/bin, then PATH."""
-    cands = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            cands.append(os.path.join(os.environ[var], "bin", name))
-    cands.append(os.path.join("/usr/local/cuda/bin", name))
-    for c in cands:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
-            return c
-    w = shutil.which(name)
-    if w:
-        return w
-    raise FileNotFoundError(f"{name} not found in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH")
+    """The CUDA tool `name` (scripts/cuda_tools.py's rule); raises when it is not there."""
+    path = find_tool(name)
+    if not path:
+        raise FileNotFoundError(f"{name} not found in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH")
+    return path
 
 
 def compile_ptx(cu_path: str, ptx_path: str, arch: str = "sm_90", rdc: bool = False) -> float:

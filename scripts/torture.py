@@ -40,13 +40,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARCH = "sm_90"
 sys.path.insert(0, str(ROOT / "scripts"))
 import hostile  # noqa: E402  (scripts/hostile.py)
-
-
-def find_tool(name):
-    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
-            return os.path.join(home, "bin", name)
-    return shutil.which(name)
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
 
 
 class Torture:

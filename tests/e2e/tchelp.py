@@ -8,7 +8,6 @@ session (nvcc, ptxas and llc from the CUDA toolkit and LLVM)."""
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -19,13 +18,8 @@ TASKCACHE = os.environ.get("TASKCACHE_BIN") or str(ROOT / "build" / "taskcache")
 ARCH = "sm_90"
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-
-
-def find_tool(name):
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
-            return os.path.join(home, "bin", name)
-    return shutil.which(name)
+sys.path.insert(0, str(ROOT / "scripts"))
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
 
 
 PTXAS = find_tool("ptxas")

@@ -31,8 +31,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "e2e"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import elfsyms  # noqa: E402
-from sass_compare import find_tool  # noqa: E402  (beside this file)
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
 
 KERNELS = r'''
 extern "C" __global__ void light(const float *in, float *out, int n)

@@ -58,12 +58,14 @@ import json
 import os
 import re
 import shlex
-import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -83,25 +85,6 @@ class ToolError(Exception):
 
 # --------------------------------------------------------------------------
 # tools
-
-def find_tool(name, explicit=None, env_var=None):
-    """explicit path, else $ENV_VAR, else $CUDA_HOME/bin, /usr/local/cuda/bin, PATH."""
-    cands = []
-    if explicit:
-        cands.append(explicit)
-    if env_var and os.environ.get(env_var):
-        v = os.environ[env_var]
-        cands.append(os.path.join(v, name) if os.path.isdir(v) else v)
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            cands.append(os.path.join(home, "bin", name))
-    for c in cands:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
-            return os.path.abspath(c)
-    if explicit:
-        return None  # an explicit path that does not work is not silently replaced
-    return shutil.which(name)
-
 
 def run_cmd(args, what, env=None):
     t0 = time.monotonic()
