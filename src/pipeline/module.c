@@ -300,7 +300,7 @@ static tc_status build(tc_ptx_job *j)
     if (explaining(j))
         s->r->report.module_hit =
             module_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_MODULE, &j->module_key);
-    char why[256] = "splitting is turned off";
+    char why[1024] = "splitting is turned off"; /* room for a linker message with C++ names */
     if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
     else if (s->o->split && debug)
