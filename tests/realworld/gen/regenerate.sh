@@ -5,13 +5,14 @@
 #
 #   tests/realworld/gen/regenerate.sh [GENERATOR...]
 #
-# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton (default: all),
+# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton, warp (default: all),
 # quadrants (only on a machine with a GPU and "pip install quadrants", or
 # with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there), xla
 # (only on a machine with a GPU and JAX for CUDA, or with XLA_PTX=DIR naming
 # the folder gen_xla.py wrote).
 # Needs: nvcc (CUDA 13.0) for nvcc-*; clang-19 (apt) for clang-cccl;
 # numba-cuda (pip "numba-cuda[cu13]") for numba; triton (pip) for triton;
+# warp-lang 1.9.1 (pip "warp-lang==1.9.1 numpy"; no GPU needed) for warp;
 # llm.c sources in $LLMC_DIR, else cloned from GitHub at the pinned commit.
 # Heavy: about 5 minutes of nvcc and 3 of clang on 2 cores.
 set -euo pipefail
@@ -103,6 +104,26 @@ gen_triton() {
     python3 -c "import triton; print('triton', triton.__version__)" >"$corpus/triton/VERSION"
 }
 
+gen_warp() {
+    # warp-lang 1.9.1: its bundled NVRTC (CUDA 12.8) writes PTX ISA 8.7; newer
+    # releases bundle a newer NVRTC whose ".version" ptxas 13.0 rejects
+    echo "== NVIDIA Warp (its bundled NVRTC, no GPU needed)"
+    nice python3 "$here/warp/gen_warp.py" "$tmp/warp"
+    for f in "$tmp"/warp/*.ptx; do store warp "$f"; done
+    # Warp's Apache 2.0 licence (the wheel's dist-info), and the MIT notice of
+    # native/svd.h, whose code wp.svd3 puts into physics_step
+    python3 -c "import importlib.metadata as m; d = m.distribution('warp-lang')
+print(next(d.locate_file(f) for f in d.files if f.name.startswith('LICENSE')))" |
+        xargs -I{} cp {} "$corpus/warp/LICENSE"
+    python3 -c "import os, warp; print(os.path.join(os.path.dirname(warp.__file__), 'native', 'svd.h'))" |
+        xargs sed -n '/The MIT License/,/^\/\/ SOFTWARE\./{s|^// \{0,1\}||;p}' >"$corpus/warp/LICENSE.svd3"
+    { python3 -c "import warp as wp; wp.config.quiet = True; wp.init()
+print('warp-lang', wp.__version__); print('NVRTC %d.%d' % wp.context.runtime.toolkit_version)" 2>/dev/null
+      # the NVRTC banner and the PTX ISA, from the PTX's header
+      tr -d '\0' <"$tmp/warp/physics_step.ptx" |
+          sed -n 's|^// *\(Cuda compilation tools.*\)|\1|p; /^\.version/p'; } >"$corpus/warp/VERSION"
+}
+
 gen_quadrants() {
     # Quadrants compiles for CUDA only with a driver: run physics_qd.py on a
     # GPU machine, then point QUADRANTS_DUMP at the folder it wrote
@@ -144,7 +165,7 @@ gen_xla() {
 }
 
 gens=("$@")
-[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton)   # quadrants, xla: on a GPU
+[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton warp)   # quadrants, xla: on a GPU
 for g in "${gens[@]}"; do
     case $g in
         nvcc-cccl) gen_nvcc_cccl ;;
@@ -152,6 +173,7 @@ for g in "${gens[@]}"; do
         clang-cccl) gen_clang_cccl ;;
         numba) gen_numba ;;
         triton) gen_triton ;;
+        warp) gen_warp ;;
         quadrants) gen_quadrants ;;
         xla) gen_xla ;;
         *) echo "regenerate: unknown generator $g" >&2; exit 2 ;;
