@@ -551,6 +551,15 @@ typedef struct tc_entry_info {
     uint32_t unit;                     /* index of its unit */
     int cached;                        /* build: unit came from the cache;
                                           explain: unit record present now */
+    /* the compiler's -v lines about the kernel, in ptxas's form (each line
+       ends in a newline), as tc_result_ptxas_report puts them together;
+       NULL when unknown (a compile without its log) */
+    const char *verbose_head;          /* printed before compiling: the register limit
+                                          it overrides; NULL when none */
+    const char *verbose;               /* from "Compiling entry function" to the
+                                          "Function properties" of the functions it calls,
+                                          "Compile time" that of the compile that made it */
+    uint32_t verbose_rank;             /* kernels are reported in increasing rank */
 } tc_entry_info;
 
 /* Kernels of the module in name order. */
@@ -558,6 +567,36 @@ TC_API size_t tc_result_entry_count(const tc_result *r);
 /* Fills *out for kernel i (pointers stay valid while r lives).
  * @return TC_OK, or TC_ERR_INVALID when i is out of range. */
 TC_API tc_status tc_result_entry(const tc_result *r, size_t i, tc_entry_info *out);
+
+/* What tc_result_ptxas_report writes: the lines of ptxas's options. */
+enum {
+    TC_PTXAS_LIMITS = 1,            /* -v, before compiling: the register limits it overrides */
+    TC_PTXAS_WARN_SPILLS = 2,       /* --warn-on-spills */
+    TC_PTXAS_WARN_LOCAL_MEMORY = 4, /* --warn-on-local-memory-usage */
+    TC_PTXAS_RESOURCES = 8,         /* -v, after compiling: memory, each kernel's resources */
+    TC_PTXAS_VERBOSE = TC_PTXAS_LIMITS | TC_PTXAS_RESOURCES /* -v */
+};
+
+/* What ptxas prints on standard error for a whole-module compile of the
+ * input with the options in `what`, besides its diagnostics (in
+ * tc_result_diagnostics; ptxas prints its warnings about the input before
+ * the register limits, its numbered advice after them): the register limits
+ * it overrides, the warnings asked for, then the module's global (and, where
+ * the target's report has them, constant) memory from the image and each
+ * kernel's lines (verbose), in ptxas's order of kernels (verbose_rank).
+ * The warnings are ptxas's, made from the "Function properties" figures of
+ * the kernels and of the functions they call ("Local memory used" for a
+ * stack frame, "Registers are spilled" when there are both spill stores
+ * and loads). The figures are those of this image: where a split build's
+ * code differs from the whole compile's, so do they; a whole-program unit
+ * does not know a kernel's cumulative stack size, which is read from the
+ * image. A kernel whose lines are unknown gets those its resource figures
+ * give (tc_entry_info), none for the functions it calls.
+ * Writes at most size bytes, NUL included, to buf (buf may be NULL when size
+ * is 0). @return the length of the whole text, as snprintf does (call again
+ * with a larger buffer when it is size or more); 0 when there is nothing to
+ * print or no memory. Thread-safe. */
+TC_API size_t tc_result_ptxas_report(const tc_result *r, unsigned what, char *buf, size_t size);
 
 /* ---- embedding in a JIT compiler: keyed tasks -------------------------------- */
 

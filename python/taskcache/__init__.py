@@ -133,7 +133,8 @@ class _Entry(ctypes.Structure):
                 ("stack_bytes", ctypes.c_int32), ("spill_store_bytes", ctypes.c_int32),
                 ("spill_load_bytes", ctypes.c_int32), ("unit_key", ctypes.c_char_p),
                 ("slice_key", ctypes.c_char_p), ("unit", ctypes.c_uint32),
-                ("cached", ctypes.c_int)]
+                ("cached", ctypes.c_int), ("verbose_head", ctypes.c_char_p),
+                ("verbose", ctypes.c_char_p), ("verbose_rank", ctypes.c_uint32)]
 
 
 class _Task(ctypes.Structure):

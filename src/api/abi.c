@@ -44,7 +44,8 @@ static const tc_abi_field fields[] = {
     E(name), E(param_count), E(param_bytes), E(params), E(maxntid), E(reqntid),
     E(minnctapersm), E(maxnreg), E(reqnctapercluster), E(maxclusterrank), E(registers),
     E(shared_bytes), E(stack_bytes), E(spill_store_bytes), E(spill_load_bytes), E(unit_key),
-    E(slice_key), E(unit), E(cached), SIZE(tc_entry_info),
+    E(slice_key), E(unit), E(cached), E(verbose_head), E(verbose), E(verbose_rank),
+    SIZE(tc_entry_info),
 #undef E
 
     MEMBER(tc_task, name), MEMBER(tc_task, key), MEMBER(tc_task, key_size), SIZE(tc_task),

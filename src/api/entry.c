@@ -1,8 +1,8 @@
 /* entry: the per-kernel metadata (tc_entry_info) kept in records and
  * handed to callers: name, parameter layout, performance directives from
- * the parsed PTX and the compiler's resource report. This file owns how an
- * entry's memory is laid out: everything that makes, copies or frees one
- * is here. */
+ * the parsed PTX, the compiler's resource figures and -v lines. This file
+ * owns how an entry's memory is laid out: everything that makes, copies or
+ * frees one is here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +10,10 @@
 #include "compile/ptxas.h"
 #include "store/record.h"
 #include "util/map.h"
+
+/* The most bytes of -v lines an entry's record may hold (a kernel that
+ * calls many functions has a line pair for each). */
+#define TC_VERBOSE_MAX ((size_t)64 << 20)
 
 /* The parameter array and its type strings live in one allocation. */
 static tc_param_info *alloc_params(uint32_t n, char **types)
@@ -59,6 +63,9 @@ int tc_entry_from_stmt(const tc_ptx_module *m, const tc_ptx_stmt *st, tc_entry_i
     e->registers = e->shared_bytes = e->stack_bytes = -1;
     e->spill_store_bytes = e->spill_load_bytes = -1;
     e->unit_key = e->slice_key = empty_key;
+    /* ptxas reports a module's kernels last defined first (a whole compile's
+     * log gives its own order: tc_entries_take_report) */
+    e->verbose_rank = (uint32_t)(m->nstmts - (size_t)(st - m->stmts));
     return 0;
 }
 
@@ -74,6 +81,8 @@ void tc_entry_clear(tc_entry_info *e)
     free((void *)e->params);
     free_key(e->unit_key);
     free_key(e->slice_key);
+    free((char *)e->verbose_head);
+    free((char *)e->verbose);
     memset(e, 0, sizeof *e);
 }
 
@@ -117,6 +126,13 @@ void tc_entry_encode(const tc_entry_info *e, tc_sb *out)
         tc_sb_put_u32(out, (uint32_t)res[i]);
     tc_sb_put_blob(out, e->unit_key, strlen(e->unit_key));
     tc_sb_put_u32(out, e->unit);
+    /* the -v lines, when known: an entry of an earlier version ends above */
+    if (e->verbose) {
+        const char *head = e->verbose_head ? e->verbose_head : "";
+        tc_sb_put_blob(out, head, strlen(head));
+        tc_sb_put_blob(out, e->verbose, strlen(e->verbose));
+        tc_sb_put_u32(out, e->verbose_rank);
+    }
 }
 
 static char *dup_blob(tc_reader *r, size_t max)
@@ -187,6 +203,15 @@ int tc_entry_decode(const void *data, size_t n, tc_entry_info *e)
         e->unit_key = key;
     else
         free(key);
+    if (!r.bad && r.p != r.end) {
+        char *head = dup_blob(&r, TC_VERBOSE_MAX);
+        e->verbose = dup_blob(&r, TC_VERBOSE_MAX);
+        e->verbose_rank = tc_read_u32(&r);
+        if (head && *head)
+            e->verbose_head = head;
+        else
+            free(head);
+    }
     if (r.bad || r.p != r.end) {
         tc_entry_clear(e);
         return -1;
@@ -194,36 +219,68 @@ int tc_entry_decode(const void *data, size_t n, tc_entry_info *e)
     return 0;
 }
 
-/* ---- the compiler's resource report --------------------------------------------- */
+/* ---- the compiler's -v report ------------------------------------------------------ */
 
-typedef struct res_ctx {
-    tc_entry_info *entries;
-    tc_map names;  /* entry name -> index */
-} res_ctx;
-
-static void take_resources(void *ctx, const char *name, size_t nlen, const tc_ptxas_res *res)
+static char *dup_sb(const tc_sb *sb)
 {
-    res_ctx *c = ctx;
-    uint32_t *i = tc_map_get(&c->names, name, nlen);
-    if (!i)
-        return; /* a helper function, not a kernel */
-    tc_entry_info *e = &c->entries[*i];
-    e->registers = res->registers;
-    e->shared_bytes = res->shared_bytes;
-    e->stack_bytes = res->stack_bytes;
-    e->spill_store_bytes = res->spill_store_bytes;
-    e->spill_load_bytes = res->spill_load_bytes;
+    return strdup(sb->data ? sb->data : "");
+}
+
+/* Gives e what the compiler said of its kernel k. */
+static int take_kernel(tc_entry_info *e, const tc_ptxas_kernel *k)
+{
+    char *body = dup_sb(&k->body), *head = k->head.len ? dup_sb(&k->head) : NULL;
+    if (!body || (k->head.len && !head)) {
+        free(body);
+        free(head);
+        return -1;
+    }
+    e->registers = k->res.registers;
+    e->shared_bytes = k->res.shared_bytes;
+    e->stack_bytes = k->res.stack_bytes;
+    e->spill_store_bytes = k->res.spill_store_bytes;
+    e->spill_load_bytes = k->res.spill_load_bytes;
+    free((char *)e->verbose);
+    free((char *)e->verbose_head);
+    e->verbose = body;
+    e->verbose_head = head;
+    return 0;
+}
+
+int tc_entries_take_report(tc_entry_info *entries, size_t n, const char *log, size_t len,
+                           int ranked)
+{
+    tc_map names = {0};  /* entry name -> index */
+    uint8_t *named = calloc(n ? n : 1, 1);
+    tc_ptxas_report rep;
+    int rc = named ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (tc_map_put(&names, entries[i].name, strlen(entries[i].name), (uint32_t)i) < 0)
+            rc = -1;
+    if (rc == 0 && (rc = tc_ptxas_parse_report(log, len, &rep)) == 0) {
+        for (size_t k = 0; k < rep.n && rc == 0; k++) {
+            const tc_ptxas_kernel *pk = &rep.kernels[k];
+            uint32_t *i = tc_map_get(&names, pk->name, strlen(pk->name));
+            if (!i)
+                continue; /* not one of these kernels */
+            rc = take_kernel(&entries[*i], pk);
+            entries[*i].verbose_rank = ranked ? (uint32_t)k : entries[*i].verbose_rank;
+            named[*i] = 1;
+        }
+        /* a kernel the whole compile did not name: after those it did */
+        for (size_t i = 0; i < n && ranked; i++) {
+            uint64_t rank = (uint64_t)entries[i].verbose_rank + rep.n;
+            if (!named[i])
+                entries[i].verbose_rank = rank > UINT32_MAX ? UINT32_MAX : (uint32_t)rank;
+        }
+        tc_ptxas_report_free(&rep);
+    }
+    tc_map_free(&names);
+    free(named);
+    return rc;
 }
 
 int tc_entries_take_resources(tc_entry_info *entries, size_t n, const char *log, size_t len)
 {
-    res_ctx c = {entries, {0}};
-    for (size_t i = 0; i < n; i++)
-        if (tc_map_put(&c.names, entries[i].name, strlen(entries[i].name), (uint32_t)i) < 0) {
-            tc_map_free(&c.names);
-            return -1;
-        }
-    tc_ptxas_parse_resources(log, len, take_resources, &c);
-    tc_map_free(&c.names);
-    return 0;
+    return tc_entries_take_report(entries, n, log, len, 0);
 }

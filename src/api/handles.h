@@ -75,6 +75,7 @@ struct tc_result {
     size_t nentries;
     tc_task_info *tasks;   /* tc_build_tasks / tc_lookup_group; strings owned */
     size_t ntasks;
+    char arch[32];         /* the target the build was for ("sm_90"), "" when unknown */
 };
 
 /* result.c */
@@ -91,19 +92,29 @@ void tc_clear_error(tc_error *err);
 /* entry.c: the per-kernel metadata of results and records. An entry owns
  * its name, parameter array and key strings. */
 /* Fills e from a parsed entry definition (name, parameters, directives);
- * resources are set to unknown (-1). 0, or -1 out of memory. */
+ * resources are set to unknown (-1), its -v lines to NULL, and its rank to
+ * ptxas's order where no function's address is taken: the reverse of the
+ * order of definition. 0, or -1 out of memory. */
 int tc_entry_from_stmt(const tc_ptx_module *m, const tc_ptx_stmt *st, tc_entry_info *e);
 void tc_entry_clear(tc_entry_info *e);
 /* Clears entries[0..n) and frees the array. NULL is allowed. */
 void tc_entries_free(tc_entry_info *entries, size_t n);
-/* Serializes one entry (keys included) as a record field payload. */
+/* Serializes one entry (keys included; its -v lines when known) as a
+ * record field payload. */
 void tc_entry_encode(const tc_entry_info *e, tc_sb *out);
-/* Decodes what tc_entry_encode wrote. 0, or -1 when malformed. */
+/* Decodes what tc_entry_encode wrote, with or without -v lines (without:
+ * verbose NULL). 0, or -1 when malformed. */
 int tc_entry_decode(const void *p, size_t n, tc_entry_info *e);
 /* Sets a key string field (unit_key / slice_key) to hex, owning it. */
 int tc_entry_set_key(const char **field, const char *hex);
-/* Fills the entries' resource reports from a compiler's -v log. 0, or -1
- * out of memory. */
+/* Fills the entries' resources and -v lines (verbose, verbose_head) from a
+ * compiler's -v log; those the log does not name keep theirs. ranked: the
+ * log is the whole module's, so its order of kernels is ptxas's
+ * (verbose_rank); otherwise (a unit's) the ranks stay as
+ * tc_entry_from_stmt made them. 0, or -1 out of memory. */
+int tc_entries_take_report(tc_entry_info *entries, size_t n, const char *log, size_t len,
+                           int ranked);
+/* tc_entries_take_report of a unit's log. */
 int tc_entries_take_resources(tc_entry_info *entries, size_t n, const char *log, size_t len);
 
 #endif

@@ -40,11 +40,11 @@ const char cli_usage_ptxas[] =
     "  -c / --compile-only (a relocatable object: one compile of the whole module,\n"
     "       cached as a module; ptxas's own bytes)\n"
     "Without -o the output is elf.o, as with ptxas. -v and the two --warn-on\n"
-    "options print ptxas's lines for each kernel, in name order, from the\n"
-    "metadata each record keeps (registers, shared memory, stack frame,\n"
-    "spills); records keep nothing of device functions (their 'Function\n"
-    "properties' and spill lines), nor the gmem, cmem, barrier, compile-time\n"
-    "and register-limit lines. They are not part of the key.\n"
+    "options print ptxas's lines, in its order, from what the compiler said of\n"
+    "each kernel, kept in the records (a cache hit prints what the compile\n"
+    "that stored it printed, its 'Compile time' too); the module's memory comes\n"
+    "from the image. A split build's figures are those of its own code. These\n"
+    "options are not part of the key.\n"
     "\n"
     "Everything else goes to NVIDIA's ptxas unchanged, uncached: --version\n"
     "(so tools that parse it read the real one), --help, a virtual target\n"
@@ -65,6 +65,8 @@ const char cli_usage_ptxas[] =
     "  TASKCACHE_UNIT_CODE  whole-program, relocatable or auto (the default: whole-program\n"
     "                       units where libnvJitLink is found, each kernel with the code\n"
     "                       of a whole-module build; see taskcache help build)\n"
+    "  TASKCACHE_UNIT_COST=N  split every module into units of about N statements\n"
+    "                       (debugging; as taskcache build --unit-cost)\n"
     "  TASKCACHE_PTXAS      NVIDIA's ptxas\n";
 
 /* Set while `taskcache ptxas` runs: a ptxas that turns out to be this
@@ -171,8 +173,10 @@ static int hand_over(const char *real, int argc, char **argv, const char *why)
 
 /* The library's warnings in ptxas's words ("IN:12: warning: msg" is
  * "ptxas IN, line 12; warning : msg"); taskcache's own warnings (a cache
- * it cannot write) as they are; notes only in the log. */
-static void print_diagnostics(const tc_result *r, const char *name)
+ * it cannot write) as they are; notes only in the log. infos: only ptxas's
+ * numbered advice ("IN: info: (C7511) ..."), which it prints after the
+ * register limits of -v; otherwise all but that. */
+static void print_diagnostics(const tc_result *r, const char *name, int infos)
 {
     size_t nlen = strlen(name);
     for (const char *d = tc_result_diagnostics(r); *d;) {
@@ -185,6 +189,9 @@ static void print_diagnostics(const tc_result *r, const char *name)
             int numbered = end > rest && *end == ':';
             const char *kind = numbered ? end + 2 : rest + 1;
             size_t left = (size_t)(line + n - kind);
+            int info = !numbered && left > 6 && !strncmp(kind, "info: ", 6);
+            if (info != infos)
+                continue;
             if (left > 9 && !strncmp(kind, "warning: ", 9)) {
                 if (numbered)
                     fprintf(stderr, "ptxas %s, line %lu; warning : %.*s\n", name, ln,
@@ -193,7 +200,7 @@ static void print_diagnostics(const tc_result *r, const char *name)
                     fprintf(stderr, "ptxas warning : %.*s\n", (int)(left - 9), kind + 9);
                 continue;
             }
-            if (!numbered && left > 6 && !strncmp(kind, "info: ", 6)) {
+            if (info) {
                 fprintf(stderr, "ptxas info    : %.*s\n", (int)(left - 6), kind + 6);
                 continue;
             }
@@ -202,43 +209,32 @@ static void print_diagnostics(const tc_result *r, const char *name)
                 continue;
             }
         }
-        fprintf(stderr, "%.*s\n", (int)n, line);
+        if (!infos)
+            fprintf(stderr, "%.*s\n", (int)n, line);
     }
 }
 
-/* ptxas's per-kernel lines, from each kernel's record: warnings first, as
- * ptxas prints them, then the -v report. A figure the compiler did not
- * report (-1) leaves its line out. */
+/* Prints tc_result_ptxas_report's lines of `what`. */
+static void print_lines(const tc_result *r, unsigned what)
+{
+    size_t n = what ? tc_result_ptxas_report(r, what, NULL, 0) : 0;
+    char *text = n ? malloc(n + 1) : NULL;
+    if (text && tc_result_ptxas_report(r, what, text, n + 1) == n)
+        fputs(text, stderr);
+    free(text);
+}
+
+/* What ptxas prints on standard error, in its order: warnings about the
+ * input, -v's register limits, numbered advice, the --warn-on-* warnings
+ * and -v's report, these from the kernels' records. */
 static void print_report(const tc_result *r, const px_args *a)
 {
-    size_t n = tc_result_entry_count(r);
-    tc_entry_info e;
-    for (size_t i = 0; i < n && (a->warn_lmem || a->warn_spills); i++) {
-        tc_result_entry(r, i, &e);
-        if (a->warn_lmem && e.stack_bytes > 0)
-            fprintf(stderr, "ptxas warning : Local memory used for function '%s', size of "
-                            "stack frame: %d bytes\n", e.name, e.stack_bytes);
-        if (a->warn_spills && (e.spill_store_bytes > 0 || e.spill_load_bytes > 0))
-            fprintf(stderr, "ptxas warning : Registers are spilled to local memory in "
-                            "function '%s', %d bytes spill stores, %d bytes spill loads\n",
-                    e.name, e.spill_store_bytes, e.spill_load_bytes);
-    }
-    for (size_t i = 0; i < n && a->verbose; i++) {
-        tc_result_entry(r, i, &e);
-        fprintf(stderr, "ptxas info    : Compiling entry function '%s' for '%s'\n", e.name,
-                a->arch);
-        if (e.stack_bytes >= 0)
-            fprintf(stderr, "ptxas info    : Function properties for %s\n"
-                            "    %d bytes stack frame, %d bytes spill stores, %d bytes spill "
-                            "loads\n", e.name, e.stack_bytes, e.spill_store_bytes,
-                    e.spill_load_bytes);
-        if (e.registers >= 0) {
-            fprintf(stderr, "ptxas info    : Used %d registers", e.registers);
-            if (e.shared_bytes > 0)
-                fprintf(stderr, ", %d bytes smem", e.shared_bytes);
-            fputc('\n', stderr);
-        }
-    }
+    print_diagnostics(r, a->input, 0);
+    print_lines(r, a->verbose ? TC_PTXAS_LIMITS : 0u);
+    print_diagnostics(r, a->input, 1);
+    print_lines(r, (a->warn_spills ? TC_PTXAS_WARN_SPILLS : 0u) |
+                       (a->warn_lmem ? TC_PTXAS_WARN_LOCAL_MEMORY : 0u) |
+                       (a->verbose ? TC_PTXAS_RESOURCES : 0u));
 }
 
 /* ---- the build -------------------------------------------------------------------- */
@@ -270,6 +266,9 @@ static tc_options *build_options(const px_args *a, const char *real)
     const char *jobs = getenv("TASKCACHE_JOBS");
     if (jobs && atoi(jobs) > 0)
         tc_options_set_jobs(o, atoi(jobs));
+    const char *cost = getenv("TASKCACHE_UNIT_COST"); /* debugging: split any module */
+    if (cost && atoi(cost) > 0)
+        tc_options_set_unit_cost(o, (unsigned)atoi(cost));
     if (!ok) {
         tc_options_free(o);
         return NULL;
@@ -330,7 +329,6 @@ static const char *build(const px_args *a, const char *real)
         why = "the output cannot be written";
         goto done;
     }
-    print_diagnostics(r, a->input);
     print_report(r, a);
     tc_report rep;
     tc_result_report(r, &rep);

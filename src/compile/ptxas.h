@@ -1,6 +1,6 @@
 /* ptxas: the compile backend that runs NVIDIA's ptxas as a process, plus
- * the readers of what it prints: per-function resource usage (-v) and
- * diagnostics, mapped back to the lines of the original input. */
+ * the readers of what it prints: the -v report per kernel and diagnostics,
+ * mapped back to the lines of the original input. */
 #ifndef TC_COMPILE_PTXAS_H
 #define TC_COMPILE_PTXAS_H
 
@@ -49,11 +49,30 @@ typedef struct tc_ptxas_res {
     int32_t registers, shared_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
 } tc_ptxas_res;
 
-/* Calls fn for every function whose resources appear in a ptxas -v log. */
-void tc_ptxas_parse_resources(const char *log, size_t len,
-                              void (*fn)(void *ctx, const char *name, size_t nlen,
-                                         const tc_ptxas_res *res),
-                              void *ctx);
+/* One kernel of a -v log: its figures and its lines, in ptxas's form
+ * whichever compiler wrote them (each line ends in a newline). */
+typedef struct tc_ptxas_kernel {
+    char *name;
+    tc_ptxas_res res;   /* its own resources (-1 unknown; smem 0 when not said) */
+    tc_sb head;         /* lines printed before compiling that concern it: the
+                           register limit ptxas overrides for it */
+    tc_sb body;         /* from "Compiling entry function" to the "Function
+                           properties" of the functions it calls; the first
+                           kernel's also has what precedes it in the report
+                           (-c: the functions compiled on their own). Neither
+                           has the module's "N bytes gmem" line, diagnostics or
+                           numbered advice. */
+} tc_ptxas_kernel;
+
+typedef struct tc_ptxas_report {
+    tc_ptxas_kernel *kernels;   /* in the order of the log */
+    size_t n, cap;
+} tc_ptxas_report;
+
+/* Reads the kernels of a -v log. 0 (free *out with tc_ptxas_report_free),
+ * or -1 out of memory (nothing to free). */
+int tc_ptxas_parse_report(const char *log, size_t len, tc_ptxas_report *out);
+void tc_ptxas_report_free(tc_ptxas_report *r);
 
 /* Turns ptxas's error and warning lines into "input:LINE: error: msg"
  * lines, mapping line numbers through `map` (NULL: the compiled text is the

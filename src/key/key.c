@@ -40,10 +40,12 @@ int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
     tc_hash *h = tc_hash_new();
     if (!h)
         return -1;
-    char ver[16];
+    char ver[16], rec[16];
     snprintf(ver, sizeof ver, "%d", TC_SLICER_VERSION);
+    snprintf(rec, sizeof rec, "%d", TC_MODULE_RECORD_VERSION);
     common(h, "module", k);
     tc_hash_field_str(h, "slicer", ver);
+    tc_hash_field_str(h, "module-record", rec);
     tc_hash_field_str(h, "linker", linker_id);
     tc_hash_field_str(h, "plan", plan);
     tc_hash_field(h, "input", input, len);

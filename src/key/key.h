@@ -14,6 +14,12 @@
  * no such field: they hash the very text that is compiled. */
 #define TC_SLICER_VERSION 6
 
+/* Version of what a module record holds beyond the record format (2: its
+ * entries carry the kernels' -v lines, which earlier versions' readers
+ * refuse): part of module keys, so that versions that write different
+ * module records keep them apart. Unit and task records are as they were. */
+#define TC_MODULE_RECORD_VERSION 2
+
 typedef struct tc_keyctx {
     const char *target;       /* "sm_90" */
     const char *const *opts;  /* compiler options, in order */

@@ -154,9 +154,10 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
             if (!errors)
                 tc_session_fail(s, TC_ERR_COMPILE, "ptxas %s", how);
         } else {
+            /* ptxas's own report, its order of kernels too */
             r->image = tc_sb_take(&output, &r->image_len);
-            if (!r->image || tc_entries_take_resources(r->entries, r->nentries,
-                                                       log.data ? log.data : "", log.len) != 0)
+            if (!r->image || tc_entries_take_report(r->entries, r->nentries,
+                                                    log.data ? log.data : "", log.len, 1) != 0)
                 st = TC_ERR_NOMEM;
         }
     }
@@ -387,6 +388,7 @@ static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, s
     tc_session s;
     if (tc_session_begin(&s, call, cache, opts, name) != 0)
         return TC_ERR_NOMEM;
+    memcpy(s.r->arch, opts->arch, sizeof s.r->arch); /* for tc_result_ptxas_report */
     tc_ptx_job j;
     memset(&j, 0, sizeof j);
     pthread_mutex_init(&j.emit_lock, NULL);

@@ -25,12 +25,19 @@ static long count_fields(const char *p, size_t n, uint32_t want)
     return rc < 0 ? -1 : count;
 }
 
-static void put_entries(tc_sb *out, const tc_entry_info *entries, size_t n)
+/* The entries as ENTRY fields. verbose: with the kernels' -v lines, which
+ * a module record keeps; a unit or task record keeps its compiler's whole
+ * log instead, from which the decoder reads them again, so its entries are
+ * those of the versions before they were kept. */
+static void put_entries(tc_sb *out, const tc_entry_info *entries, size_t n, int verbose)
 {
     tc_sb e = TC_SB_INIT;
     for (size_t i = 0; i < n; i++) {
+        tc_entry_info t = entries[i];
+        if (!verbose)
+            t.verbose = t.verbose_head = NULL;
         tc_sb_reset(&e);
-        tc_entry_encode(&entries[i], &e);
+        tc_entry_encode(&t, &e);
         tc_field_put(out, TC_F_ENTRY, e.data, e.len);
     }
     tc_sb_free(&e);
@@ -53,7 +60,7 @@ void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out)
     if (name)
         tc_field_put(out, TC_F_NAME, name, strlen(name));
     tc_field_put(out, TC_F_OBJECT, u->object.data, u->object.len);
-    put_entries(out, u->entries, u->nentries);
+    put_entries(out, u->entries, u->nentries, 0);
     if (u->have_meta)
         tc_field_put(out, TC_F_HOST_META, u->meta.data, u->meta.len);
     if (u->log.len)
@@ -85,7 +92,9 @@ int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
             u->have_meta = 1;
         }
     }
-    if (rc != 0 || !have_object || u->object.oom || u->log.oom || u->meta.oom) {
+    if (rc != 0 || !have_object || u->object.oom || u->log.oom || u->meta.oom ||
+        tc_entries_take_resources(u->entries, u->nentries, u->log.data ? u->log.data : "",
+                                  u->log.len) != 0) {
         tc_unit_clear(u);
         return -1;
     }
@@ -188,7 +197,7 @@ void tc_payload_encode_module(const tc_result *r, const tc_digest *unit_keys, si
                               const tc_sb *warnings, const char *name, tc_sb *out)
 {
     tc_field_put(out, TC_F_IMAGE, r->image, r->image_len);
-    put_entries(out, r->entries, r->nentries);
+    put_entries(out, r->entries, r->nentries, 1);
     for (size_t i = 0; i < n; i++)
         tc_field_put(out, TC_F_UNIT_KEY, unit_keys[i].b, TC_DIGEST_LEN);
     if (r->whole_reason)

@@ -7,6 +7,11 @@
  *                  (tc_build)  or  IMAGE, TASK_KEY... (tc_build_tasks)
  *   group record   (TASK_KEY, NAME)...                    a group manifest
  *
+ * A unit or task record's LOG is its compiler's whole output, from which
+ * its kernels' -v lines are read (tc_payload_decode_unit); a module
+ * record's LOG holds only the warnings to replay, and its ENTRY fields
+ * carry the kernels' -v lines themselves.
+ *
  * Decoders check every length (they are fuzzed with arbitrary bytes) and
  * return 0, or -1 when the payload is malformed, having left nothing to
  * free; the record reader then counts the record as bad. */
@@ -31,7 +36,8 @@ void tc_payload_write_unit(tc_session *s, uint32_t kind, const char *name, const
 
 /* A unit or task record from u (name: the task's, NULL for a unit). */
 void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out);
-/* Fills u's object, log, entries and host metadata (u holds none yet). */
+/* Fills u's object, log, entries (their -v lines from the log) and host
+ * metadata (u holds none yet). */
 int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u);
 
 /* A module record of tc_build: the result's image and entries, the keys

@@ -381,7 +381,7 @@ static tc_status fill_entries(tc_ptx_job *j)
                 }
             }
         }
-        if (!x->u.hit && x->u.log.len &&
+        if (x->u.log.len &&
             tc_entries_take_resources(&r->entries[x->first], x->count, x->u.log.data,
                                       x->u.log.len) != 0)
             return TC_ERR_NOMEM;

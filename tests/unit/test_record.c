@@ -189,9 +189,37 @@ static void test_entries(void)
     CHECK(d.spill_store_bytes == -1 && d.spill_load_bytes == 4);
     CHECK_STR(d.unit_key, e.unit_key);
     CHECK(d.unit == 3);
+    CHECK(!d.verbose && !d.verbose_head); /* none given: unknown, as in older records */
     tc_entry_clear(&d);
     for (size_t cut = 0; cut < sb.len; cut++)
         CHECK(tc_entry_decode(sb.data, cut, &d) == -1);
+
+    /* with its -v lines: they follow, so that the entry of an older record
+     * (which ends where they begin) still decodes, as unknown */
+    size_t plain = sb.len;
+    e.verbose = "ptxas info    : Compiling entry function 'kernel$1' for 'sm_90'\n";
+    e.verbose_head = "ptxas info    : Overriding maximum register limit 256 for 'kernel$1'\n";
+    e.verbose_rank = 7;
+    tc_sb_reset(&sb);
+    tc_entry_encode(&e, &sb);
+    CHECK(tc_entry_decode(sb.data, sb.len, &d) == 0);
+    CHECK_STR(d.verbose, e.verbose);
+    CHECK_STR(d.verbose_head, e.verbose_head);
+    CHECK(d.verbose_rank == 7 && d.registers == 32);
+    tc_entry_clear(&d);
+    for (size_t cut = 0; cut < sb.len; cut++) {
+        int rc = tc_entry_decode(sb.data, cut, &d);
+        CHECK(rc == (cut == plain ? 0 : -1));
+        if (rc == 0) {
+            CHECK(!d.verbose && d.registers == 32);
+            tc_entry_clear(&d);
+        }
+    }
+    e.verbose_head = NULL; /* no head: decoded as none */
+    tc_sb_reset(&sb);
+    tc_entry_encode(&e, &sb);
+    CHECK(tc_entry_decode(sb.data, sb.len, &d) == 0 && d.verbose && !d.verbose_head);
+    tc_entry_clear(&d);
     tc_sb_free(&sb);
 }
 
