@@ -11,6 +11,15 @@
 
 const char *const cli_prog = "taskcache";
 
+void cli_print_ptxas_report(const tc_result *r, unsigned what)
+{
+    size_t n = what ? tc_result_ptxas_report(r, what, NULL, 0) : 0;
+    char *text = n ? malloc(n + 1) : NULL;
+    if (text && tc_result_ptxas_report(r, what, text, n + 1) == n)
+        fputs(text, stderr);
+    free(text);
+}
+
 int cli_usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "%s: ", cli_prog);

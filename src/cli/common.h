@@ -19,11 +19,16 @@ typedef struct args {
     const char *remote;    /* --remote SPEC */
     const char *compiler;  /* --compiler NAME, NULL when not given */
     int no_cache, verbose, quiet, json, zero, full_keys;
+    int ptxas_verbose;     /* -Xptxas -v: print ptxas's report of the build */
     const char *max_size;
     const char *older_than;
     int remove_bad;
     tc_options *opts;
 } args;
+
+/* Prints on standard error the lines of ptxas's report named by `what`
+ * (TC_PTXAS_*; tc_result_ptxas_report): the build's, or the records'. */
+void cli_print_ptxas_report(const tc_result *r, unsigned what);
 
 /* Prints "taskcache: <fmt with arg>" and where to find help; EXIT_USAGE. */
 int cli_usage_error(const char *fmt, const char *arg);

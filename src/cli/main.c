@@ -77,7 +77,9 @@ static const char usage_build[] =
     "  -maxrregcount N             limit registers per thread\n"
     "  --fmad=true|false           contraction of multiply-add\n"
     "  -Xptxas OPT                 pass any other ptxas option (repeatable;\n"
-    "                              options with values as --opt=value)\n"
+    "                              options with values as --opt=value); -Xptxas -v\n"
+    "                              prints ptxas's report (registers, memory) of every\n"
+    "                              kernel, from the cache too, and is not in the key\n"
     "  --ptxas PATH                the ptxas to use (default: $TASKCACHE_PTXAS,\n"
     "                              $CUDA_HOME/bin, the toolkit found at build time, $PATH)\n"
     "  --compiler ptxas|inprocess|auto\n"
@@ -213,7 +215,9 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
         } else if ((v = cli_value_of(argc, argv, &i, "-Xptxas", 0))) {
             if (!*v)
                 return cli_usage_error("%s needs an option", "-Xptxas");
-            if ((rc = add_opt(a, v)))
+            if (!strcmp(v, "-v") || !strcmp(v, "--verbose"))
+                a->ptxas_verbose = 1; /* a report, not a compiler option: not in the key */
+            else if ((rc = add_opt(a, v)))
                 return rc;
         } else if ((v = cli_value_of(argc, argv, &i, "--max-size", 0))) {
             a->max_size = v;
@@ -486,6 +490,8 @@ static int cmd_build(int argc, char **argv, int explain)
     tc_result_report(r, &rep);
     if (!explain) {
         rc = write_output(r, a.output);
+        if (rc == EXIT_OK && a.ptxas_verbose)
+            cli_print_ptxas_report(r, TC_PTXAS_VERBOSE); /* -Xptxas -v */
         if (rc == EXIT_OK && a.verbose)
             print_build_report(name, &rep);
     } else if (a.json) {

@@ -214,25 +214,15 @@ static void print_diagnostics(const tc_result *r, const char *name, int infos)
     }
 }
 
-/* Prints tc_result_ptxas_report's lines of `what`. */
-static void print_lines(const tc_result *r, unsigned what)
-{
-    size_t n = what ? tc_result_ptxas_report(r, what, NULL, 0) : 0;
-    char *text = n ? malloc(n + 1) : NULL;
-    if (text && tc_result_ptxas_report(r, what, text, n + 1) == n)
-        fputs(text, stderr);
-    free(text);
-}
-
 /* What ptxas prints on standard error, in its order: warnings about the
  * input, -v's register limits, numbered advice, the --warn-on-* warnings
  * and -v's report, these from the kernels' records. */
 static void print_report(const tc_result *r, const px_args *a)
 {
     print_diagnostics(r, a->input, 0);
-    print_lines(r, a->verbose ? TC_PTXAS_LIMITS : 0u);
+    cli_print_ptxas_report(r, a->verbose ? TC_PTXAS_LIMITS : 0u);
     print_diagnostics(r, a->input, 1);
-    print_lines(r, (a->warn_spills ? TC_PTXAS_WARN_SPILLS : 0u) |
+    cli_print_ptxas_report(r, (a->warn_spills ? TC_PTXAS_WARN_SPILLS : 0u) |
                        (a->warn_lmem ? TC_PTXAS_WARN_LOCAL_MEMORY : 0u) |
                        (a->verbose ? TC_PTXAS_RESOURCES : 0u));
 }

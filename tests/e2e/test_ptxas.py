@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tchelp import ARCH, NVCC, PTXAS, ROOT, TASKCACHE, run, tc
+from tchelp import ARCH, NVCC, PTXAS, ROOT, TASKCACHE, build, run, tc
 
 PHYSICS = ROOT / "examples" / "physics_step.ptx"
 EXE = os.path.abspath(TASKCACHE)  # some commands run in other directories
@@ -205,6 +205,23 @@ def test_v_is_ptxas_report_whole(tmp_path, env, cuda_ptx, name):
         report = same_report(tmp_path, e, cuda_ptx(name), [f"-arch={ARCH}", "-v"],
                              "(whole module)")
         assert "bytes gmem" in report and " barriers" in report
+
+
+@pytest.mark.parametrize("plan", ["whole", "split"])
+def test_build_with_xptxas_v_prints_ptxas_report(tmp_path, cuda_ptx, plan):
+    """taskcache build -Xptxas -v, as nvcc users write it: ptxas's report
+    after the build, cold and from the module record; the report is not
+    part of the key, so a build without it is served by the same record."""
+    src, cache, out = cuda_ptx("templates"), str(tmp_path / "cache"), tmp_path / "o.cubin"
+    theirs = real(f"-arch={ARCH}", "-v", str(src), "-o", str(tmp_path / "ref"))
+    split = ["--unit-cost", "1"] if plan == "split" else []
+    for hit in (False, True):
+        mine = build(str(src), out, cache, "-Xptxas", "-v", "-v", *split)
+        report = [l for l in mine.stderr.splitlines() if not l.startswith("taskcache:")]
+        assert masked("\n".join(report)).splitlines() == masked(theirs.stderr).splitlines(), hit
+        assert ("module record hit" in mine.stderr) == hit, mine.stderr
+    plain = build(str(src), out, cache, "-v", *split)
+    assert "module record hit" in plain.stderr and "ptxas info" not in plain.stderr
 
 
 @pytest.mark.parametrize("name", SAME_CODE_SPLIT)
