@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/handles.h"
+#include "compile/ptxas.h"
 #include "link/elf.h"
 #include "util/map.h"
 
@@ -102,21 +103,6 @@ static void warn(tc_sb *out, unsigned what, const char *name, size_t nlen, long 
                      (int)nlen, name, stores, loads);
 }
 
-/* The number before `word` in [p, end), or -1. */
-static long number_before(const char *p, const char *end, const char *word)
-{
-    const char *at = memmem(p, (size_t)(end - p), word, strlen(word));
-    if (!at)
-        return -1;
-    const char *d = at;
-    while (d > p && d[-1] == ' ')
-        d--;
-    const char *e = d;
-    while (d > p && d[-1] >= '0' && d[-1] <= '9')
-        d--;
-    return d == e ? -1 : strtol(d, NULL, 10);
-}
-
 /* The warnings of every "Function properties" of a kernel's lines, in
  * their order. The kernel's own local memory is its cumulative stack size
  * where there is one (a frame of 0 bytes whose callees use 8 is warned of
@@ -126,7 +112,8 @@ static void warnings_of(tc_sb *out, unsigned what, const char *kernel, const cha
     static const char props[] = "ptxas info    : Function properties for ";
     static const char used[] = "ptxas info    : Used ";
     const char *u = strstr(v, used);
-    long stack = u ? number_before(u, u + strcspn(u, "\n"), "bytes cumulative stack size") : -1;
+    long stack =
+        u ? tc_ptxas_number_before(u, strcspn(u, "\n"), "bytes cumulative stack size") : -1;
     for (const char *p = v; (p = strstr(p, props)) != NULL;) {
         const char *name = p + sizeof props - 1;
         size_t nlen = strcspn(name, "\n");
@@ -135,11 +122,11 @@ static void warnings_of(tc_sb *out, unsigned what, const char *kernel, const cha
         p = next;
         if (more <= 4 || memcmp(next, "    ", 4) != 0)
             continue;
-        long frame = number_before(next, next + more, "bytes stack frame");
+        long frame = tc_ptxas_number_before(next, more, "bytes stack frame");
         if (nlen == strlen(kernel) && !memcmp(name, kernel, nlen) && stack > frame)
             frame = stack;
-        warn(out, what, name, nlen, frame, number_before(next, next + more, "bytes spill stores"),
-             number_before(next, next + more, "bytes spill loads"));
+        warn(out, what, name, nlen, frame, tc_ptxas_number_before(next, more, "bytes spill stores"),
+             tc_ptxas_number_before(next, more, "bytes spill loads"));
     }
 }
 

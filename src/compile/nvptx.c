@@ -126,7 +126,8 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_k
         /* a failure its error log explains (a compile error, a PTX version
          * newer than the compiler) needs no second line */
         if (rc != NVPTXCOMPILE_ERROR_COMPILATION_FAILURE && !explained)
-            tc_sb_printf(log, "ptxas fatal   : in-process compiler failed: %s (nvPTXCompile error %d)\n",
+            tc_sb_printf(log,
+                         "ptxas fatal   : in-process compiler failed: %s (nvPTXCompile error %d)\n",
                          failure_name(rc), (int)rc);
         *exit_code = 1;
     }

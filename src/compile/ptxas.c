@@ -73,8 +73,7 @@ static const char *find_in(const char *p, size_t n, const char *needle)
     return NULL;
 }
 
-/* The integer just before `needle` in the line ("24 registers" -> 24). */
-static int32_t number_before(const char *line, size_t n, const char *needle)
+int32_t tc_ptxas_number_before(const char *line, size_t n, const char *needle)
 {
     const char *at = find_in(line, n, needle);
     if (!at)
@@ -216,13 +215,13 @@ static void take_figures(report_parse *x, tc_ptxas_kernel *k, int kind, const ch
             nlen--;
         x->own = nlen == strlen(k->name) && !memcmp(name, k->name, nlen);
     } else if (kind == L_MORE && x->own && find_in(t, n, "bytes stack frame")) {
-        k->res.stack_bytes = number_before(t, n, "bytes stack frame");
-        k->res.spill_store_bytes = number_before(t, n, "bytes spill stores");
-        k->res.spill_load_bytes = number_before(t, n, "bytes spill loads");
+        k->res.stack_bytes = tc_ptxas_number_before(t, n, "bytes stack frame");
+        k->res.spill_store_bytes = tc_ptxas_number_before(t, n, "bytes spill stores");
+        k->res.spill_load_bytes = tc_ptxas_number_before(t, n, "bytes spill loads");
         x->own = 0;
     } else if (kind == L_INFO && starts(t, n, "Used ") && k->res.registers < 0) {
-        k->res.registers = number_before(t, n, "registers");
-        int32_t smem = number_before(t, n, "bytes smem");
+        k->res.registers = tc_ptxas_number_before(t, n, "registers");
+        int32_t smem = tc_ptxas_number_before(t, n, "bytes smem");
         k->res.shared_bytes = smem < 0 ? 0 : smem;
     }
 }

@@ -69,6 +69,10 @@ typedef struct tc_ptxas_report {
     size_t n, cap;
 } tc_ptxas_report;
 
+/* The integer just before `needle` in the n bytes of a -v line ("24
+ * registers" -> 24), or -1. */
+int32_t tc_ptxas_number_before(const char *line, size_t n, const char *needle);
+
 /* Reads the kernels of a -v log. 0 (free *out with tc_ptxas_report_free),
  * or -1 out of memory (nothing to free). */
 int tc_ptxas_parse_report(const char *log, size_t len, tc_ptxas_report *out);
