@@ -223,6 +223,49 @@ def test_realworld_launches_follow_each_kernels_ptx():
     assert decls == [f"buf k1_p0 f32 {rw.BUF_FLOATS} in", "blob k1_p2 24"]
 
 
+def test_warp_kernels_get_their_bounds_and_arrays():
+    """A Warp kernel's first parameter is its launch bounds and its arrays are
+    structs holding a data pointer: zero structs would run nothing, so the
+    bounds say grid x block threads and each array points at a buffer of its
+    own (gpu_run's addr), one dimension of that many elements; other
+    structs stay zero, and other kernels' structs of those sizes too."""
+    sys.path.insert(0, str(GPU_DIR))
+    import realworld_identity as rw
+    text = """
+.visible .entry step_1a2b3c4d_cuda_kernel_forward(.param .align 8 .b8 p0[32],
+    .param .align 8 .b8 p1[56], .param .align 4 .b8 p2[12], .param .f32 p3)
+{ ret; }
+.visible .entry other(.param .align 8 .b8 q0[32], .param .align 8 .b8 q1[56])
+{ ret; }
+"""
+    launches = {k: (d, l) for k, d, l in rw.module_launches(text)}
+    decls, line = launches["step_1a2b3c4d_cuda_kernel_forward"]
+    n = rw.GRID * rw.DEFAULT_BLOCK
+    assert decls == ["blob k0_p0 32", f"set k0_p0 0 i32 {n}", "set k0_p0 16 i32 1",
+                     f"set k0_p0 24 u64 {n}", "blob k0_p1 56",
+                     f"buf k0_p1_data f32 {rw.BUF_FLOATS} in", "addr k0_p1 0 k0_p1_data",
+                     f"set k0_p1 16 i32 {n}", "set k0_p1 32 i32 16", "set k0_p1 48 i32 1",
+                     "blob k0_p2 12"]
+    assert line.endswith("blob:k0_p0 blob:k0_p1 blob:k0_p2 f32:0.5")
+    assert launches["other"][0] == ["blob k1_p0 32", "blob k1_p1 56"]
+
+
+def test_addr_puts_a_buffer_address_in_a_blob(tmp_path):
+    """gpu_run's addr directive: a buffer declared before, 8 aligned bytes
+    inside a blob declared before; anything else is a spec error with its
+    line."""
+    spec = tmp_path / "a.spec"
+    spec.write_text("buf data f32 16 in\nblob arr 56\naddr arr 0 data\n"
+                    "launch k grid=1 block=32 blob:arr\n")
+    p = gpu_run("--spec", spec, "--check-spec")
+    assert p.returncode == 0, p.stderr
+    for bad, what in (("addr arr 0 nope", "nope"), ("addr arr 4 data", "offset 4"),
+                      ("addr arr 56 data", "offset 56"), ("addr none 0 data", "none")):
+        spec.write_text(f"buf data f32 16 in\nblob arr 56\n{bad}\n")
+        p = gpu_run("--spec", spec, "--check-spec")
+        assert p.returncode == 2 and f"{spec}:3: spec error" in p.stderr and what in p.stderr, bad
+
+
 def test_realworld_specs_match_the_images(tmp_path):
     """Without a GPU: every generated launch of these modules passes the
     number and sizes of parameters the whole-module image records."""

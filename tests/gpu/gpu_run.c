@@ -64,6 +64,8 @@
  *   blob NAME SIZE                    bytes of a by-value struct argument, zeroed
  *   set NAME OFFSET TYPE VALUE        one value in a blob
  *   fill NAME OFFSET TYPE COUNT [LO HI]  random values in a blob
+ *   addr NAME OFFSET BUF              the device address of buffer BUF (declared
+ *        before) in a blob: a struct that holds pointers (Warp's arrays)
  *   launch KERNEL grid=X[,Y[,Z]] block=X[,Y[,Z]] [shmem=BYTES] [coop] ARG...
  *        ARG:  @BUF           the buffer's device address
  *              TYPE:VALUE     a scalar (i8 u8 i16 u16 i32 u32 i64 u64 f32 f64)
@@ -663,6 +665,10 @@ typedef struct blob_fill {
     char *name; /* "BLOB+OFFSET": names the random stream */
 } blob_fill;
 
+typedef struct blob_addr {
+    size_t blob, offset, buf; /* the address of bufs[buf] at blobs[blob] + offset */
+} blob_addr;
+
 typedef struct spec {
     const char *path;
     size_t stack_bytes;
@@ -674,6 +680,8 @@ typedef struct spec {
     size_t nblobs;
     blob_fill *fills;
     size_t nfills;
+    blob_addr *addrs;
+    size_t naddrs;
     launch *launches;
     size_t nlaunches;
 } spec;
@@ -1001,6 +1009,20 @@ static void parse_spec(spec *sp, const char *path)
                 fl->count = count;
                 fl->type = t;
             }
+        } else if (!strcmp(kw, "addr")) {
+            if (ntok != 4)
+                spec_error("addr BLOB OFFSET BUF");
+            size_t bi = find_blob(sp, tok[1]), bu = find_buf(sp, tok[3]);
+            if (bi == (size_t)-1)
+                spec_error("no blob '%s' declared before", tok[1]);
+            if (bu == (size_t)-1)
+                spec_error("no buffer '%s' declared before", tok[3]);
+            int64_t off = parse_i64(tok[2], "offset");
+            if (off < 0 || off % 8 || (size_t)off + 8 > sp->blobs[bi].size)
+                spec_error("addr: offset %s is not an aligned 8 bytes within blob '%s'", tok[2],
+                           tok[1]);
+            GROW(sp->addrs, sp->naddrs);
+            sp->addrs[sp->naddrs++] = (blob_addr){bi, (size_t)off, bu};
         } else if (!strcmp(kw, "launch")) {
             if (ntok < 4)
                 spec_error("launch KERNEL grid=.. block=.. [shmem=N] [coop] ARG...");
@@ -1071,6 +1093,7 @@ static void spec_free(spec *sp)
     free(sp->globals);
     free(sp->blobs);
     free(sp->fills);
+    free(sp->addrs);
     free(sp->launches);
     memset(sp, 0, sizeof *sp);
 }
@@ -1560,6 +1583,10 @@ static void alloc_and_init(spec *sp, module_info *mi, uint64_t seed, int init_gl
 
 static void prepare_args(spec *sp, module_info *mi, launch *l, void **argv)
 {
+    /* buffers have their addresses now (moved by --pad-bytes or not) */
+    for (size_t i = 0; i < sp->naddrs; i++)
+        memcpy(sp->blobs[sp->addrs[i].blob].bytes + sp->addrs[i].offset,
+               &sp->bufs[sp->addrs[i].buf].dptr, 8);
     for (size_t i = 0; i < l->nargs; i++) {
         arg *a = &l->args[i];
         switch (a->kind) {
@@ -1636,12 +1663,16 @@ static void dump_object(const char *dir, size_t idx, const char *kind, const cha
         die(2, "cannot write %s: %s", path, strerror(errno));
 }
 
-/* Whether launch l passes buffer b as an argument. */
-static int launch_passes(const launch *l, size_t b)
+/* Whether launch l passes buffer b as an argument, or in a blob it passes. */
+static int launch_passes(const spec *sp, const launch *l, size_t b)
 {
-    for (size_t a = 0; a < l->nargs; a++)
+    for (size_t a = 0; a < l->nargs; a++) {
         if (l->args[a].kind == ARG_BUF && l->args[a].index == b)
             return 1;
+        for (size_t k = 0; l->args[a].kind == ARG_BLOB && k < sp->naddrs; k++)
+            if (sp->addrs[k].blob == l->args[a].index && sp->addrs[k].buf == b)
+                return 1;
+    }
     return 0;
 }
 
@@ -1656,7 +1687,7 @@ static void record(spec *sp, const options *o, size_t idx, const launch *l)
             const char *name, *tname;
             size_t bytes, count;
             CUdeviceptr p;
-            if (pass == 0 && o->record_args && !launch_passes(l, i))
+            if (pass == 0 && o->record_args && !launch_passes(sp, l, i))
                 continue;
             if (pass == 0) {
                 buffer *b = &sp->bufs[i];

@@ -10,7 +10,8 @@ the bytes each kernel leaves in its buffers must be identical.
 
 Nobody wrote launch specs for these modules, so the arguments are generic:
 every pointer parameter gets a buffer of its own (256 KiB of random floats in
-[-1, 1)), integers are 16, floats 0.5, by-value structs zero; grid 8, the
+[-1, 1)), integers are 16, floats 0.5, by-value structs zero (but Warp's
+launch bounds and arrays, which hold the kernel's size and buffers); grid 8, the
 block the kernel was compiled for (.reqntid / .maxntid) or 128 threads, 48 KiB of
 dynamic shared memory for kernels that use an `.extern .shared` array.
 Since each launch has buffers of its own, kernels are independent of each
@@ -138,13 +139,40 @@ SCALAR = {"u8": "u8:1", "s8": "i8:1", "b8": "u8:1", "u16": "u16:1", "s16": "i16:
           "s64": f"i64:{INT_VALUE}", "b64": f"u64:{INT_VALUE}", "f64": "f64:0.5"}
 
 
+# NVIDIA Warp's kernels (NAME_HASH_cuda_kernel_forward / _backward) take
+# their launch bounds and arrays as structs by value (warp/native: builtin.h
+# launch_bounds_t {int shape[4]; int ndim; size_t size;}, array.h array_t
+# {T *data, *grad; int shape[4]; int strides[4]; int ndim;}): zero bounds
+# would run nothing. They get WARP_N threads' worth, and each array a buffer
+# of its own, one dimension of WARP_N elements 16 bytes apart (room for any
+# element up to a vec4), its grad pointer null.
+WARP_KERNEL = re.compile(r"_cuda_kernel_(?:forward|backward)$")
+WARP_BOUNDS, WARP_ARRAY = 32, 56
+WARP_N, WARP_STRIDE = GRID * DEFAULT_BLOCK, 16
+
+
+def warp_struct(tag, size, first):
+    """Spec lines filling a Warp launch-bound (the first parameter) or array
+    struct, or None for a struct of another size."""
+    if first and size == WARP_BOUNDS:
+        return [f"set {tag} 0 i32 {WARP_N}", f"set {tag} 16 i32 1", f"set {tag} 24 u64 {WARP_N}"]
+    if not first and size == WARP_ARRAY:
+        return [f"buf {tag}_data f32 {BUF_FLOATS} in", f"addr {tag} 0 {tag}_data",
+                f"set {tag} 16 i32 {WARP_N}", f"set {tag} 32 i32 {WARP_STRIDE}",
+                f"set {tag} 48 i32 1"]
+    return None
+
+
 def launch_lines(index, name, params, head, body, extern_shared):
     """(spec lines declaring the launch's buffers and blobs, its launch line)."""
     decls, args = [], []
+    warp = WARP_KERNEL.search(name) is not None
     for j, p in enumerate(params):
         tag = f"k{index}_p{j}"
         if p.array is not None:
-            decls.append(f"blob {tag} {p.array * int(re.sub(r'[^0-9]', '', p.type) or 8) // 8}")
+            size = p.array * int(re.sub(r'[^0-9]', '', p.type) or 8) // 8
+            decls.append(f"blob {tag} {size}")
+            decls += (warp and warp_struct(tag, size, j == 0)) or []
             args.append(f"blob:{tag}")
         elif p.type.endswith("64") and p.type != "f64" and is_pointer(p, body):
             decls.append(f"buf {tag} f32 {BUF_FLOATS} in")
