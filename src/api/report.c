@@ -191,14 +191,13 @@ static void put_memory(tc_sb *out, const image_facts *f, tc_entry_info *const *o
 }
 
 /* Each kernel's lines, in order: its own, its cumulative stack size from
- * the image for a split build, or what its figures say. */
-static void kernel_lines(const tc_result *r, tc_entry_info *const *order, size_t n, tc_sb *lines)
+ * the image (stacks: NULL but for a split build), or what its figures say. */
+static void kernel_lines(const tc_result *r, const tc_map *stacks, tc_entry_info *const *order,
+                         size_t n, tc_sb *lines)
 {
-    image_facts f;
-    int have_image = r->report.split && read_image(r, &f) == 0;
     for (size_t i = 0; i < n; i++) {
         const tc_entry_info *e = order[i];
-        uint32_t *stack = have_image ? tc_map_get(&f.stack, e->name, strlen(e->name)) : NULL;
+        uint32_t *stack = stacks ? tc_map_get(stacks, e->name, strlen(e->name)) : NULL;
         if (!e->verbose)
             put_known(&lines[i], e, r->arch[0] ? r->arch : "unknown");
         else if (stack)
@@ -206,20 +205,22 @@ static void kernel_lines(const tc_result *r, tc_entry_info *const *order, size_t
         else
             tc_sb_puts(&lines[i], e->verbose);
     }
-    if (have_image)
-        tc_map_free(&f.stack);
 }
 
 static void compose(const tc_result *r, unsigned what, tc_entry_info *const *order, size_t n,
                     tc_sb *lines, tc_sb *out)
 {
+    const unsigned warnings = TC_PTXAS_WARN_SPILLS | TC_PTXAS_WARN_LOCAL_MEMORY;
     for (size_t i = 0; i < n && (what & TC_PTXAS_LIMITS); i++)
         if (order[i]->verbose && order[i]->verbose_head)
             tc_sb_puts(out, order[i]->verbose_head);
-    if (what & (TC_PTXAS_WARN_SPILLS | TC_PTXAS_WARN_LOCAL_MEMORY | TC_PTXAS_RESOURCES))
-        kernel_lines(r, order, n, lines);
-    for (size_t i = 0; i < n && (what & (TC_PTXAS_WARN_SPILLS | TC_PTXAS_WARN_LOCAL_MEMORY));
-         i++) {
+    if (!(what & (warnings | TC_PTXAS_RESOURCES)))
+        return;
+    /* the image is read once: a split build's stacks, the module's memory */
+    image_facts f;
+    int have_image = (r->report.split || (what & TC_PTXAS_RESOURCES)) && read_image(r, &f) == 0;
+    kernel_lines(r, have_image && r->report.split ? &f.stack : NULL, order, n, lines);
+    for (size_t i = 0; i < n && (what & warnings); i++) {
         const tc_entry_info *e = order[i];
         if (e->verbose)
             warnings_of(out, what, e->name, lines[i].data ? lines[i].data : "");
@@ -227,15 +228,14 @@ static void compose(const tc_result *r, unsigned what, tc_entry_info *const *ord
             warn(out, what, e->name, strlen(e->name), e->stack_bytes, e->spill_store_bytes,
                  e->spill_load_bytes);
     }
-    image_facts f;
-    if (!(what & TC_PTXAS_RESOURCES))
-        return;
-    if (read_image(r, &f) == 0) {
-        put_memory(out, &f, order, n);
-        tc_map_free(&f.stack);
+    if (what & TC_PTXAS_RESOURCES) {
+        if (have_image)
+            put_memory(out, &f, order, n);
+        for (size_t i = 0; i < n; i++)
+            tc_sb_append(out, lines[i].data, lines[i].len);
     }
-    for (size_t i = 0; i < n; i++)
-        tc_sb_append(out, lines[i].data, lines[i].len);
+    if (have_image)
+        tc_map_free(&f.stack);
 }
 
 size_t tc_result_ptxas_report(const tc_result *r, unsigned what, char *buf, size_t size)
