@@ -110,6 +110,22 @@ static int symbol(const symtab *t, uint64_t i, const unsigned char **sym, const 
     return 0;
 }
 
+/* The next symbol table from section *at on, which moves past it: 1 found,
+ * 0 none left, -1 a section header or the table outside the file. */
+static int next_symtab(const elf_file *f, uint32_t *at, symtab *t)
+{
+    for (; *at < f->shnum; (*at)++) {
+        const unsigned char *sh = section(f->img, f->len, f->shoff, f->shentsize, *at);
+        if (!sh)
+            return -1;
+        if (rd32(sh + 4) == SHT_SYMTAB) {
+            (*at)++;
+            return open_symtab(f, sh, t) == 0 ? 1 : -1;
+        }
+    }
+    return 0;
+}
+
 int tc_elf_sections(const unsigned char *img, size_t len, tc_elf_section_fn fn, void *ctx)
 {
     elf_file f;
@@ -136,14 +152,10 @@ int tc_elf_symbols(const unsigned char *img, size_t len, tc_elf_sym_fn fn, void 
     elf_file f;
     if (open_elf(img, len, &f) != 0)
         return -1;
-    for (uint32_t i = 0; i < f.shnum; i++) {
-        const unsigned char *sh = section(img, len, f.shoff, f.shentsize, i);
-        if (!sh)
-            return -1;
-        if (rd32(sh + 4) != SHT_SYMTAB)
-            continue;
-        symtab t;
-        if (open_symtab(&f, sh, &t) != 0)
+    symtab t;
+    int found;
+    for (uint32_t i = 0; (found = next_symtab(&f, &i, &t)) != 0;) {
+        if (found < 0)
             return -1;
         for (uint64_t k = 0; k < t.size / t.ent; k++) {
             const unsigned char *sym;
@@ -220,18 +232,8 @@ int tc_elf_symbol_attrs(const unsigned char *img, size_t len, tc_elf_attr_fn fn,
         return -1; /* outside the file */
     /* the symbols the records name by index: the (one) symbol table's */
     symtab t;
-    int have = 0;
-    for (uint32_t i = 0; i < f.shnum && !have; i++) {
-        const unsigned char *sh = section(img, len, f.shoff, f.shentsize, i);
-        if (!sh)
-            return -1;
-        if (rd32(sh + 4) == SHT_SYMTAB) {
-            if (open_symtab(&f, sh, &t) != 0)
-                return -1;
-            have = 1;
-        }
-    }
-    if (!have)
+    uint32_t first = 0;
+    if (next_symtab(&f, &first, &t) != 1)
         return -1;
     for (uint64_t at = 0; at + 4 <= w.size;) {
         const unsigned char *rec = w.data + at;
