@@ -29,6 +29,19 @@ static void put64(unsigned char *p, uint64_t v)
     put32(p + 4, (uint32_t)(v >> 32));
 }
 
+/* A zeroed file of size bytes with a 64-bit little-endian ELF header:
+ * nsec section headers of 64 bytes at shoff, section 1 the names. */
+static void put_header(unsigned char *img, size_t size, uint64_t shoff, uint16_t nsec)
+{
+    memset(img, 0, size);
+    memcpy(img, "\177ELF", 4);
+    img[4] = 2, img[5] = 1, img[6] = 1;
+    put64(img + 0x28, shoff);
+    put16(img + 0x3A, 64);
+    put16(img + 0x3C, nsec);
+    put16(img + 0x3E, 1);
+}
+
 static const char names[] = "\0kern_a\0helper\0kern_b\0undef_kernel\0.nv.constant3\0";
 enum { SECNAME = 35 }; /* ".nv.constant3" in names */
 
@@ -47,13 +60,7 @@ static void add_sym(unsigned char *img, int i, uint32_t name, int func, int entr
  * that is no kernel) and undef_kernel (a kernel referenced, not defined). */
 static void make(unsigned char *img)
 {
-    memset(img, 0, SIZE);
-    memcpy(img, "\177ELF", 4);
-    img[4] = 2, img[5] = 1, img[6] = 1;
-    put64(img + 0x28, SHOFF);
-    put16(img + 0x3A, 64);
-    put16(img + 0x3C, NSEC);
-    put16(img + 0x3E, 1); /* section names in section 1 too */
+    put_header(img, SIZE, SHOFF, NSEC); /* section names in section 1 too */
     unsigned char *str = img + SHOFF + 64, *sym = img + SHOFF + 128;
     put32(str + 4, 3); /* SHT_STRTAB */
     put64(str + 0x18, STRTAB);
@@ -142,13 +149,7 @@ static unsigned char *put_attr(unsigned char *p, uint8_t attr, uint32_t sym, uin
 
 static void make_info(unsigned char *img)
 {
-    memset(img, 0, I_SIZE);
-    memcpy(img, "\177ELF", 4);
-    img[4] = 2, img[5] = 1, img[6] = 1;
-    put64(img + 0x28, I_SHOFF);
-    put16(img + 0x3A, 64);
-    put16(img + 0x3C, I_NSEC);
-    put16(img + 0x3E, 1);
+    put_header(img, I_SIZE, I_SHOFF, I_NSEC);
     memcpy(img + I_STR, inames, sizeof inames);
     put_section(img, 1, 0, 3, I_STR, sizeof inames);
     put_section(img, 2, N_SYMTAB, 2, I_SYM, 3 * 24);
