@@ -53,9 +53,18 @@ if [ "$quick" = 0 ]; then
     CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTASKCACHE_SANITIZE=ON \
         -DTASKCACHE_NVPTXCOMPILER=OFF >/dev/null
     cmake --build build-asan -j"$jobs" >/dev/null
+    # intercept_tls_get_addr=0: clang 14's runtime records the dynamic TLS
+    # of libraries loaded with dlopen (GnuTLS, under the libcurl the WebDAV
+    # tier opens) with a bogus range now and then, and LeakSanitizer then
+    # crashes scanning it at exit ("Tracer caught signal 11", DTLS at
+    # 0x1133; 3 runs in 12 of the WebDAV sharing test). Without the
+    # interception it does not scan dynamic TLS, which none of our code
+    # uses; leaks are still found everywhere else.
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0
     ctest --test-dir build-asan --output-on-failure -j"$jobs"
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    UBSAN_OPTIONS=print_stacktrace=1 \
         LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp TASKCACHE_BIN=build-asan/taskcache python3 -m pytest -q tests/e2e
+    unset ASAN_OPTIONS
 fi
 
 if [ "$quick" = 0 ]; then
