@@ -417,6 +417,17 @@ TC_API tc_status tc_options_set_exact_whole(tc_options *opts, int on);
  * image's tool note, and are kept apart. Default 0. */
 TC_API tc_status tc_options_set_inprocess_threads(tc_options *opts, int on);
 
+/* The in-process compiler crashed building this input with these options
+ * before (a host that starts over after the crash: the command line does,
+ * src/cli/recover.h). tc_build then builds it with ptxas processes, and
+ * keeps the image under the key that the in-process build of the same
+ * input and options looks up too, so that the next such build reads it
+ * instead of crashing again (an edited input has another key: its build
+ * may crash once more). Without ptxas it fails with TC_ERR_TOOLCHAIN.
+ * Nothing changes for a build that does not use the in-process compiler,
+ * nor for tc_build_tasks and tc_lookup_group. Default 0. */
+TC_API tc_status tc_options_set_inprocess_crashed(tc_options *opts, int crashed);
+
 /* A flag the host raises (sets nonzero) to cancel the builds made with
  * these options, from any thread or from a signal handler; it must
  * outlive them. tc_build_tasks checks it before it starts, before each

@@ -36,6 +36,7 @@ struct tc_options {
     tc_output output;
     int exact_whole;       /* tc_options_set_exact_whole */
     int inprocess_threads; /* tc_options_set_inprocess_threads */
+    int inprocess_crashed; /* tc_options_set_inprocess_crashed */
     const volatile sig_atomic_t *cancel;   /* tc_options_set_cancel */
     tc_progress_fn progress;               /* tc_options_set_progress */
     void *progress_user;

@@ -157,6 +157,12 @@ tc_status tc_options_set_inprocess_threads(tc_options *o, int on)
     return TC_OK;
 }
 
+tc_status tc_options_set_inprocess_crashed(tc_options *o, int crashed)
+{
+    o->inprocess_crashed = crashed != 0;
+    return TC_OK;
+}
+
 tc_status tc_options_set_cancel(tc_options *o, const volatile sig_atomic_t *flag)
 {
     o->cancel = flag;

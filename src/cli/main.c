@@ -450,18 +450,19 @@ static int cmd_build(int argc, char **argv, int explain)
         tc_cache_set_max_size(cache, bytes);
     }
     const char *name = strcmp(a.input, "-") ? a.input : "<stdin>";
-    if (crashed)
-        tc_options_set_compiler(a.opts, TC_COMPILER_PTXAS);
+    if (crashed) /* ptxas builds it, kept under the key this run's first try missed */
+        tc_options_set_inprocess_crashed(a.opts, 1);
     cli_catch_interrupts(a.opts);
     cli_progress *progress = explain ? NULL : cli_progress_start(a.opts, name, a.quiet);
     /* A build that can start over (recover.h) lets the in-process compiler
      * use threads, with which it ends the process on a failed compile;
      * explain compiles nothing, and keys as that build would. */
-    int threads = !crashed && compiler_left_to_us(&a) && tc_have_inprocess_compiler();
-    int guard = threads && !explain &&
+    int threads = compiler_left_to_us(&a) && tc_have_inprocess_compiler();
+    int guard = threads && !crashed && !explain &&
                 cli_recover_begin(main_argc, main_argv, strcmp(a.input, "-") ? NULL : ptx, len,
                                   progress != NULL) == 0;
-    if (explain ? threads : guard)
+    /* the second try keys as the first did, whose key it keeps the image under */
+    if (threads && (explain || guard || crashed))
         tc_options_set_inprocess_threads(a.opts, 1);
     tc_status st = explain ? tc_explain(cache, a.opts, ptx, len, name, &r)
                            : tc_build(cache, a.opts, ptx, len, name, &r);

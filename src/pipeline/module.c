@@ -60,6 +60,8 @@ static void store_module(tc_ptx_job *j)
     tc_sb p = TC_SB_INIT;
     tc_payload_encode_module(j->s->r, keys, j->nunits, &j->warnings, j->s->name, &p);
     tc_session_write_record(j->s, TC_REC_MODULE, &j->module_key, &p);
+    if (j->keep_inprocess_key)
+        tc_session_write_record(j->s, TC_REC_MODULE, &j->inprocess_key, &p);
     tc_sb_free(&p);
     free(keys);
 }
@@ -257,6 +259,61 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
 }
 
 /* Everything up to choosing between the split and the whole build. */
+/* A module record read for a build after a crash, kept as it was read. */
+typedef struct {
+    tc_session *s;
+    tc_sb payload;
+} kept_module;
+
+static int decode_and_keep(void *ctx, char **payload, size_t len)
+{
+    kept_module *k = ctx;
+    tc_sb_append(&k->payload, *payload, len); /* before decoding, which moves the image */
+    return decode_module(k->s, payload, len);
+}
+
+static void undo_kept(void *ctx)
+{
+    kept_module *k = ctx;
+    tc_sb_reset(&k->payload);
+    undo_module(k->s);
+}
+
+/* The in-process compiler crashed on this input before, with these
+ * options (tc_options_set_inprocess_crashed), and its module key missed:
+ * ptxas builds the module, and the record goes under the in-process key
+ * as well (store_module), which the next in-process build looks up before
+ * it compiles anything. A record ptxas made earlier (before that key was
+ * kept, or by another machine) is copied there as it was read. */
+static tc_status build_after_crash(tc_ptx_job *j, int split, uint32_t unit_cost)
+{
+    tc_session *s = j->s;
+    const char *asked = s->o->ptxas;
+    if (!s->ptxas[0])
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN,
+                               "cannot find ptxas%s%s to build it with after the in-process "
+                               "compiler crashed: install the CUDA toolkit, or set CUDA_HOME or "
+                               "TASKCACHE_PTXAS", asked ? " at " : "", asked ? asked : "");
+    j->inprocess_key = j->module_key;
+    j->keep_inprocess_key = module_tier(j);
+    tc_status st = tc_session_use_ptxas(s);
+    if (st != TC_OK)
+        return st;
+    make_plan(j, split, unit_cost);
+    if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
+        return TC_ERR_NOMEM;
+    kept_module k = {s, TC_SB_INIT};
+    if (module_tier(j) && tc_session_read_record(s, TC_REC_MODULE, &j->module_key, 1,
+                                                 decode_and_keep, undo_kept, &k)) {
+        s->delta.v[TC_C_MODULE_MISSES]--; /* counted for the in-process key */
+        s->delta.v[TC_C_MODULE_HITS]++;
+        if (!k.payload.oom)
+            tc_session_write_record(s, TC_REC_MODULE, &j->inprocess_key, &k.payload);
+    }
+    tc_sb_free(&k.payload);
+    return TC_OK;
+}
+
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
@@ -279,6 +336,9 @@ static tc_status build(tc_ptx_job *j)
         s->delta.v[TC_C_MODULE_MISSES]++;
     if (tc_options_cancelled(s->o)) /* before the expensive part */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
+    if (!explaining(j) && s->o->inprocess_crashed && s->in_process &&
+        ((st = build_after_crash(j, split, unit_cost)) != TC_OK || s->r->report.module_hit))
+        return st;
     /* A module this large is split (one compiled whole for its size holds
      * at most about 1000 statements, some 40 KB of PTX), and its link's
      * first use of the linker library, about 7 ms of loading, can then run

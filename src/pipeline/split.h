@@ -34,6 +34,8 @@ typedef struct tc_ptx_job {
     tc_ptx_module m;
     int parsed;
     int ptxas_instead;      /* the in-process compiler's module, built by ptxas */
+    int keep_inprocess_key; /* the module record goes under inprocess_key too */
+    tc_digest inprocess_key;    /* (tc_options_set_inprocess_crashed) */
     tc_slicer *slicer;
     tc_canon_memo *memo;    /* the canonical texts of its functions across builds */
     tc_split_unit *units;   /* the module data first, when there is one */

@@ -37,10 +37,17 @@ def test_a_module_the_in_process_compiler_dies_of_is_built_by_ptxas(tmp_path, in
     assert "the build crashed (Segmentation fault) with the in-process compiler; built with " \
         "ptxas processes" in p.stderr, p.stderr
     assert out.read_bytes() == reference.read_bytes()
-    assert stats(cache)["module_records"] == 1
+    # the image is kept under ptxas's key and the one the in-process build
+    # looks up: the next build reads it, and crashes no more
+    assert stats(cache)["module_records"] == 2
+    again = tmp_path / "again.cubin"
+    p = sm90a(src, again, cache)
+    assert "crashed" not in p.stderr, p.stderr
+    assert again.read_bytes() == reference.read_bytes()
+    assert stats(cache)["module_hits"] == 1
     # standard input is read again by the second run
     piped = tmp_path / "piped.cubin"
-    p = sm90a("-", piped, cache, input=ZERO_DESCRIPTORS)
+    p = sm90a("-", piped, str(tmp_path / "piped-cache"), input=ZERO_DESCRIPTORS)
     assert "<stdin>: the build crashed" in p.stderr, p.stderr
     assert piped.read_bytes() == reference.read_bytes()
     # without a ptxas to build it, an error that says both, not a signal
@@ -48,6 +55,34 @@ def test_a_module_the_in_process_compiler_dies_of_is_built_by_ptxas(tmp_path, in
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert "building it with ptxas processes failed too" in p.stderr, p.stderr
     assert "cannot find ptxas" in p.stderr, p.stderr
+
+
+def test_a_cache_with_only_ptxas_record_crashes_once_then_no_more(tmp_path, inprocess):
+    """A module record that ptxas made (before the in-process key was kept,
+    or asked for with --compiler ptxas) is copied under the in-process key
+    by the build after the crash; an edited input crashes again, once."""
+    src = tmp_path / "zero.ptx"
+    src.write_text(ZERO_DESCRIPTORS)
+    if sm90a(src, tmp_path / "asked.cubin", None, "--compiler", "inprocess",
+             check=False).returncode >= 0:
+        pytest.skip("this nvPTXCompiler compiles the module (it segfaulted in CUDA 13.0)")
+    cache = str(tmp_path / "cache")
+    reference = tmp_path / "ptxas.cubin"
+    sm90a(src, reference, cache, "--compiler", "ptxas")
+    crashes = []
+    for i in range(3):
+        p = sm90a(src, tmp_path / f"{i}.cubin", cache)
+        crashes.append("the build crashed" in p.stderr)
+        assert (tmp_path / f"{i}.cubin").read_bytes() == reference.read_bytes()
+    assert crashes == [True, False, False]
+    s = stats(cache)
+    assert s["module_records"] == 2 and s["compiles"] == 1, s
+    edited = tmp_path / "edited.ptx"
+    edited.write_text(ZERO_DESCRIPTORS.replace("st.global.f32 [%rd1], %f1;",
+                                               "st.global.f32 [%rd1+4], %f1;"))
+    crashes = ["the build crashed" in sm90a(edited, tmp_path / "e.cubin", cache).stderr
+               for _ in range(2)]
+    assert crashes == [True, False]
 
 
 @pytest.mark.parametrize("compiler", ["auto", "inprocess", "ptxas"])
