@@ -71,8 +71,9 @@ if [ "$quick" = 0 ]; then
     echo "== fuzzers, 30 seconds each on the seed corpora (tests/fuzz/README.md: long runs)"
     CC=clang cmake -S . -B build-fuzz -DTASKCACHE_FUZZ=ON -DTASKCACHE_NVPTXCOMPILER=OFF \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-    cmake --build build-fuzz -j"$jobs" --target fuzz_ptx fuzz_record fuzz_ptxas_args fuzz_remote >/dev/null
-    for t in ptx record ptxas_args remote; do
+    cmake --build build-fuzz -j"$jobs" --target fuzz_ptx fuzz_record fuzz_ptxas_args fuzz_remote \
+        fuzz_compiler_output >/dev/null
+    for t in ptx record ptxas_args remote compiler_output; do
         scratch=$(mktemp -d /tmp/taskcache-fuzz.XXXXXX)
         rc=0
         build-fuzz/tests/fuzz/fuzz_$t -max_total_time=30 -timeout=10 -rss_limit_mb=2048 \

@@ -73,6 +73,19 @@ static const char *find_in(const char *p, size_t n, const char *needle)
     return NULL;
 }
 
+/* The decimal number at p (digits only, none past end: a log is not
+ * NUL-terminated, and strtoul would skip a newline to read the next line's
+ * number); *after is where its digits end (p when there are none). */
+static uint32_t number_at(const char *p, const char *end, const char **after)
+{
+    uint64_t v = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++)
+        if ((v = v * 10 + (uint64_t)(*p - '0')) > UINT32_MAX)
+            v = UINT32_MAX;
+    *after = p;
+    return (uint32_t)v;
+}
+
 int32_t tc_ptxas_number_before(const char *line, size_t n, const char *needle)
 {
     const char *at = find_in(line, n, needle);
@@ -372,9 +385,8 @@ static void advice(const char *line, size_t n, const tc_text *map, const char *i
     msg += 2;
     size_t mlen = (size_t)(line + n - msg);
     const char *at = find_in(msg, mlen, "around line ");
-    const char *num = at ? at + strlen("around line ") : NULL;
-    char *after = NULL;
-    uint32_t l = num ? (uint32_t)strtoul(num, &after, 10) : 0;
+    const char *num = at ? at + strlen("around line ") : NULL, *after = num;
+    uint32_t l = num ? number_at(num, line + n, &after) : 0;
     if (!map || !num || after == num)
         tc_sb_printf(out, "%s: info: %.*s\n", input_name, (int)mlen, msg);
     else
@@ -409,7 +421,8 @@ size_t tc_ptxas_diagnostics(const char *log, size_t len, const tc_text *map,
         const char *ln = find_in(line, (size_t)(colon - line), ", line ");
         uint32_t in_line = 0;
         if (ln) {
-            uint32_t l = (uint32_t)strtoul(ln + 7, NULL, 10);
+            const char *after;
+            uint32_t l = number_at(ln + 7, colon, &after);
             in_line = map ? tc_text_map_line(map, l) : l;
         }
         if (!strcmp(kind, "error")) {

@@ -2,6 +2,9 @@
  * so it uses a character-class table rather than ctype calls. */
 #include "ptx/lex.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 enum { C_OTHER = 0, C_SPACE = 1, C_IDSTART = 2, C_DIGIT = 4, C_IDCONT = 8 };
 
 /* The classes of every byte, as a constant: no initialization at run time,
@@ -166,6 +169,18 @@ void tc_lex_scan(tc_lexer *lx, tc_tok *out)
     }
     lx->cur = c;
     *out = t;
+}
+
+uint64_t tc_tok_integer(const tc_tok *t)
+{
+    char buf[32];
+    if (t->kind != TK_NUM || t->len >= sizeof buf)
+        return 0;
+    memcpy(buf, t->p, t->len);
+    buf[t->len] = '\0';
+    char *end;
+    unsigned long long v = strtoull(buf, &end, 0);
+    return *end ? 0 : (uint64_t)v;
 }
 
 void tc_lex_copy_gap(tc_sb *out, const char *p, const char *end)

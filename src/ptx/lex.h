@@ -65,6 +65,10 @@ static inline int tc_tok_punct(const tc_tok *t, char c)
     return t->kind == TK_PUNCT && t->p[0] == c;
 }
 
+/* The value of an integer literal token (12, 0x1f, 017), read within the
+ * token (the source is not NUL-terminated); 0 for any other token. */
+uint64_t tc_tok_integer(const tc_tok *t);
+
 /* Appends the canonical form of the text between two tokens: its newlines
  * (those inside block comments too, so line numbers still match the input),
  * or a single space when it holds no newline; comments and other

@@ -279,7 +279,7 @@ static void parse_file(parser *p, tc_tok first)
     advance(p);
     if (expect_kind(p, TK_NUM, "a file number after .file"))
         return;
-    st->loc_begin = (uint32_t)strtoul(p->tok.p, NULL, 0);
+    st->loc_begin = (uint32_t)tc_tok_integer(&p->tok);
     advance(p);
     if (expect_kind(p, TK_STR, "a quoted file name in .file"))
         return;
@@ -896,7 +896,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
     while (!p->failed && (rc = tc_body_next(&w, &b)) == 1) {
         const tc_tok *t = &b.tok;
         check_rename(&rn, &b);
-        if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)strtoul(t->p, NULL, 0)))
+        if (want_file && t->kind == TK_NUM && push_locfile(p, st, (uint32_t)tc_tok_integer(t)))
             oom(p);
         want_file = 0;
         if (b.inlined && GROW(p->info_uses, p->ninfo_uses, p->cap_info_uses) == 0)
@@ -909,7 +909,7 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
                 whole(p->m, "line %u: something follows the operands of a .loc on its line",
                       t->line);
             if (t->kind == TK_NUM && nnum < 3)
-                triple[nnum++] = (uint32_t)strtoul(t->p, NULL, 0);
+                triple[nnum++] = (uint32_t)tc_tok_integer(t);
             if (tc_tok_is(t, "inlined_at") || (t->kind == TK_NUM && nnum == 3)) {
                 char key[40];
                 int n = snprintf(key, sizeof key, "%u:%u:%u", triple[0], triple[1], triple[2]);

@@ -571,18 +571,6 @@ static uint32_t type_size(const tc_tok *t)
     return 0;
 }
 
-static uint64_t tok_number(const tc_tok *t)
-{
-    char buf[32];
-    if (t->kind != TK_NUM || t->len >= sizeof buf)
-        return 0;
-    memcpy(buf, t->p, t->len);
-    buf[t->len] = '\0';
-    char *end;
-    unsigned long long v = strtoull(buf, &end, 0);
-    return *end ? 0 : (uint64_t)v;
-}
-
 /* Size and alignment of a variable from its declaration
  * ([linkage] .const [.align N] [.vN] .type name[d]...): 0 when they cannot
  * be told (an array of unstated size, a list of names, an unknown type). */
@@ -602,7 +590,7 @@ static int var_layout(const tc_ptx_module *m, const tc_ptx_stmt *st, uint64_t *s
         if (!named && t.kind == TK_IDENT && t.p[0] == '.') {
             if (tc_tok_is(&t, ".align")) {
                 tc_tok v = tc_lex_next(&lx);
-                if (!(al = tok_number(&v)))
+                if (!(al = tc_tok_integer(&v)))
                     return 0;
             } else if (tc_tok_is(&t, ".v2") || tc_tok_is(&t, ".v4") || tc_tok_is(&t, ".v8")) {
                 vec = (uint64_t)(t.p[2] - '0');
@@ -618,7 +606,7 @@ static int var_layout(const tc_ptx_module *m, const tc_ptx_stmt *st, uint64_t *s
         if (!named || !tc_tok_punct(&t, '['))
             return 0;
         tc_tok d = tc_lex_next(&lx), close = tc_lex_next(&lx);
-        uint64_t k = tok_number(&d);
+        uint64_t k = tc_tok_integer(&d);
         if (!k || !tc_tok_punct(&close, ']') || n > UINT32_MAX / k)
             return 0;
         n *= k;
@@ -998,7 +986,7 @@ static uint64_t stated_align(const tc_ptx_module *m, const tc_ptx_stmt *st)
     for (tc_tok t = tc_lex_next(&lx); t.kind == TK_IDENT; t = tc_lex_next(&lx))
         if (tc_tok_is(&t, ".align")) {
             tc_tok v = tc_lex_next(&lx);
-            return tok_number(&v);
+            return tc_tok_integer(&v);
         }
     return 0;
 }

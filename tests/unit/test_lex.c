@@ -3,6 +3,7 @@
  * that opcodes with "::" stay one token, and that line numbers are right. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "ptx/lex.h"
@@ -39,6 +40,24 @@ static void test_tokens(void)
     CHECK_STR(join_tokens("mov.f32 %f1, 0f3F800000; x = 1.5e-3"),
               "mov.f32|%f1|,|0f3F800000|;|x|=|1.5e-3");
     CHECK_STR(join_tokens("0x1F-2"), "0x1F|-|2");
+}
+
+/* The numbers .file and .loc name, read within the token: an input ends
+ * where its length says, with no NUL after its last number. */
+static void test_integers(void)
+{
+    const char src[] = {'1', '2', ' ', '0', 'x', '1', 'f', ' ', '0', '1', '7', ' ',
+                        '1', '.', '5', ' ', 'k', ' ', '9'};
+    const uint64_t want[] = {12, 31, 15, 0, 0, 9};
+    char *end = malloc(sizeof src); /* exactly: ASan sees a read past it */
+    memcpy(end, src, sizeof src);
+    tc_lexer lx;
+    tc_lex_init(&lx, end, sizeof src, 1);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_tok t = tc_lex_next(&lx);
+        CHECK(tc_tok_integer(&t) == want[i]);
+    }
+    free(end);
 }
 
 static void test_comments_and_strings(void)
@@ -133,6 +152,7 @@ int main(void)
     test_peek();
     test_map();
     test_tokens();
+    test_integers();
     test_comments_and_strings();
     test_lines();
     test_gap();

@@ -13,6 +13,7 @@
 #include "api/handles.h"
 #include "check.h"
 #include "compile/ptxas.h"
+#include "ptx/slice.h"
 
 #define INFO "ptxas info    : "
 
@@ -187,8 +188,31 @@ static void test_compose(void)
     tc_result_free(r);
 }
 
+/* ptxas's errors and advice, told against the input's lines through a
+ * unit's line map; a line number is read within its own line. */
+static void test_diagnostics(void)
+{
+    tc_line_seg segs[] = {{1, 40, 9}};
+    tc_text map;
+    memset(&map, 0, sizeof map);
+    map.segs = segs;
+    map.nsegs = 1;
+    const char log[] = "ptxas /tmp/unit3.ptx, line 3; error   : Unknown symbol '%f9'\n"
+                       "ptxas fatal   : Ptx assembly aborted due to errors\n"
+                       INFO "(C7519) injected in around line 5 by compiler\n"
+                       INFO "(C7517) injected in around line \n"
+                       "7 this line is not the advice's";
+    tc_sb out = TC_SB_INIT;
+    CHECK(tc_ptxas_diagnostics(log, sizeof log - 1, &map, "m.ptx", &out) == 1);
+    CHECK_STR(out.data, "m.ptx:42: error: Unknown symbol '%f9'\n"
+                        "m.ptx: info: (C7519) injected in around line 44 by compiler\n"
+                        "m.ptx: info: (C7517) injected in around line \n");
+    tc_sb_free(&out);
+}
+
 int main(void)
 {
+    test_diagnostics();
     test_parse();
     test_compose();
     return check_report("test_report");
