@@ -89,7 +89,7 @@ static const char *builder_unusable(const char *builder)
     void *sym = dlsym(h, "tc_jit_bind");
     const void *(*bind)(unsigned, const void *(*)(void), int);
     memcpy(&bind, &sym, sizeof bind);
-    if (!sym || !bind(1u /* TC_JIT_ABI */, no_driver, 1 /* TC_INTERCEPT_BUILD */))
+    if (!sym || !bind(2u /* TC_JIT_ABI */, no_driver, 1 /* TC_INTERCEPT_BUILD */))
         return "not this taskcache's builder: another version?";
     return NULL;
 }

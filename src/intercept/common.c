@@ -23,10 +23,12 @@
  * CUDA_DISABLE_PTX_JIT=1 tells the driver to compile no PTX (it is how a
  * program checks that its fatbins hold machine code for the GPU): a load of
  * PTX then fails. Building that PTX would hide the failure the variable is
- * set to see, so every call goes to the driver, as with "0". */
+ * set to see, so every call goes to the driver, as with "0"; and a program
+ * that sets it once running gets the driver for every load from then on
+ * (the builder asks before each). */
 static int mode = -1;
 
-static int driver_jit_disabled(void)
+int tc_intercept_driver_jit_disabled(void)
 {
     const char *v = getenv("CUDA_DISABLE_PTX_JIT");
     return v && strtol(v, NULL, 10) != 0;
@@ -37,7 +39,7 @@ int tc_intercept_mode(void)
     if (mode < 0) { /* benign race: every thread computes the same */
         const char *e = getenv("TASKCACHE_INTERCEPT");
         int off = e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no"));
-        if (!off && driver_jit_disabled()) {
+        if (!off && tc_intercept_driver_jit_disabled()) {
             off = 1;
             tc_intercept_note("CUDA_DISABLE_PTX_JIT is set: every PTX goes to the driver, "
                               "which compiles none");

@@ -61,6 +61,9 @@ enum { CU_COMPUTE_ACCELERATED_TARGET_BASE = 0x10000, CU_COMPUTE_FAMILY_TARGET_BA
 /* CUjit_cacheMode */
 enum { CU_JIT_CACHE_OPTION_NONE = 0, CU_JIT_CACHE_OPTION_CG = 1, CU_JIT_CACHE_OPTION_CA = 2 };
 
+/* CUjit_fallback */
+enum { CU_PREFER_PTX = 0, CU_PREFER_BINARY = 1 };
+
 /* CUjitInputType */
 enum {
     CU_JIT_INPUT_CUBIN = 0,

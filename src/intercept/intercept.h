@@ -35,6 +35,8 @@ typedef struct tc_real_driver {
     CUresult (*cuLinkDestroy)(CUlinkState);
     CUresult (*cuCtxGetDevice)(CUdevice *);
     CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
 } tc_real_driver;
 
 /* The real driver (libcuda.so.1), loaded on first use. Never NULL: a
@@ -82,7 +84,7 @@ typedef struct tc_jit_api {
  * off the builder is never loaded, so its functions need not ask), or
  * NULL when it was built for another TC_JIT_ABI (a preloaded part and a
  * builder from different builds never mix) or is asked with the mode off. */
-#define TC_JIT_ABI 1u
+#define TC_JIT_ABI 2u
 #define TC_JIT_BIND "tc_jit_bind"
 #define TC_JIT_EXPORT __attribute__((visibility("default")))
 TC_JIT_EXPORT const tc_jit_api *tc_jit_bind(unsigned abi, const tc_real_driver *(*real)(void),
@@ -132,6 +134,9 @@ int tc_intercept_mode(void);
 void tc_intercept_set_mode(int mode);
 int tc_intercept_enabled(void);
 int tc_intercept_measure(void);
+/* CUDA_DISABLE_PTX_JIT is set (nonzero) now: the driver compiles no PTX.
+ * Read again on every load, as a program may set it after it started. */
+int tc_intercept_driver_jit_disabled(void);
 
 /* TASKCACHE_INTERCEPT_TRACE lines for the module, library and link calls,
  * from whichever half handles the call. */

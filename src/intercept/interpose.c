@@ -68,6 +68,8 @@ static void load_real(void)
     REAL(lib, real.cuLinkDestroy, "cuLinkDestroy");
     REAL(lib, real.cuCtxGetDevice, "cuCtxGetDevice");
     REAL(lib, real.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    REAL(lib, real.cuDeviceGetCount, "cuDeviceGetCount");
+    REAL(lib, real.cuDeviceGet, "cuDeviceGet");
     /* the first version has no status argument: called through a cast of
      * its own type below */
     REAL(lib, real_get_proc[0], "cuGetProcAddress");

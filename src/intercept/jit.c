@@ -154,6 +154,8 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
             if (link_input) /* the H200's driver: CUDA_ERROR_INVALID_VALUE, either value */
                 snprintf(o->why, sizeof o->why, "JIT option %d for a link input",
                          (int)options[i]);
+            else if (v != CU_PREFER_PTX && v != CU_PREFER_BINARY) /* what it makes of it */
+                snprintf(o->why, sizeof o->why, "fallback strategy %u", v);
             break;
         case CU_JIT_FTZ:               /* these four apply to link-time optimization */
         case CU_JIT_PREC_DIV:          /* of NVVM IR only (CU_JIT_LTO), never to PTX */
@@ -237,20 +239,54 @@ static void report(const jit_opts *o, void **values, const char *warnings, doubl
 /* The architecture the driver compiles for: CU_JIT_TARGET, else the
  * current context's device; PTX written for that device's
  * architecture-specific or family target (.target sm_90a) keeps it. */
+/* The compute capability of dev as 10 * major + minor, or -1. */
+static int capability(CUdevice dev)
+{
+    const tc_real_driver *d = tc_real();
+    int major = 0, minor = 0;
+    if (!d->cuDeviceGetAttribute ||
+        d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
+        d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+        return -1;
+    return major * 10 + minor;
+}
+
+/* The current context's device, or -1 when there is no context. */
+static int context_device(CUdevice *dev)
+{
+    const tc_real_driver *d = tc_real();
+    return d->cuCtxGetDevice && d->cuCtxGetDevice(dev) == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Whether every device has the current context's device's compute
+ * capability. A library is loaded into every context, those there are and
+ * those to come, and from PTX the driver compiles it for each one's device:
+ * one cubin stands for that only when the devices are alike. */
+static int devices_alike(void)
+{
+    const tc_real_driver *d = tc_real();
+    CUdevice here, dev;
+    int count = 0, cc;
+    if (!d->cuDeviceGetCount || !d->cuDeviceGet || context_device(&here) != 0 ||
+        (cc = capability(here)) < 0 || d->cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        return 0;
+    for (int i = 0; i < count; i++)
+        if (d->cuDeviceGet(&dev, i) != CUDA_SUCCESS || capability(dev) != cc)
+            return 0;
+    return 1;
+}
+
 static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap)
 {
     if (o->arch[0]) {
         snprintf(out, cap, "%s", o->arch);
         return 0;
     }
-    const tc_real_driver *d = tc_real();
     CUdevice dev;
-    int major = 0, minor = 0;
-    if (!d->cuCtxGetDevice || !d->cuDeviceGetAttribute || d->cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) ||
-        d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+    int cc;
+    if (context_device(&dev) != 0 || (cc = capability(dev)) < 0)
         return -1;
-    snprintf(out, cap, "sm_%d%d", major, minor);
+    snprintf(out, cap, "sm_%d", cc);
     const char *t = strstr(ptx, ".target");
     if (t) {
         t += 7;
@@ -298,6 +334,10 @@ static tc_result *build(const char *call, const char *ptx, size_t len, jit_opts 
                         tc_output output)
 {
     char arch[16];
+    if (tc_intercept_driver_jit_disabled()) {
+        snprintf(o->why, sizeof o->why, "CUDA_DISABLE_PTX_JIT is set: the driver compiles none");
+        return NULL;
+    }
     if (target_arch(o, ptx, arch, sizeof arch) != 0) {
         snprintf(o->why, sizeof o->why, "no current context to take the target from");
         return NULL;
@@ -407,7 +447,7 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
 #define PASS() d->cuLibraryLoadData(library, code, options, values, n, lib_options, lib_values, lib_n)
     size_t len = code ? tc_ptx_length(code) : 0;
     tc_trace_load("cuLibraryLoadData", len);
-    if (!len || lib_n > 16 || (lib_n && !lib_options))
+    if (!len || lib_n > 16 || (lib_n && (!lib_options || !lib_values)))
         return PASS(); /* the driver answers what it makes of the arrays */
     double t0 = now();
     if (tc_intercept_measure()) {
@@ -419,6 +459,9 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
     jit_opts o;
     opts_init(&o);
     read_options(&o, n, options, values, 0);
+    if (!o.why[0] && !o.arch[0] && !devices_alike())
+        snprintf(o.why, sizeof o.why, "devices of more than one architecture, each of which "
+                                      "the driver compiles a library for");
     tc_result *r = o.why[0] ? NULL : build("cuLibraryLoadData", code, len, &o, TC_OUTPUT_IMAGE);
     if (!r) {
         note("cuLibraryLoadData: passed to the driver: %s", o.why);

@@ -294,6 +294,33 @@ def test_a_program_that_disables_the_drivers_ptx_jit_gets_the_drivers_answer(tmp
     assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
 
 
+def test_disabling_the_drivers_ptx_jit_once_running_is_seen_at_the_next_load(tmp_path, ptx):
+    """A program may set CUDA_DISABLE_PTX_JIT after it started (Python
+    sets os.environ after the interpreter has looked up symbols): every load
+    asks again."""
+    run = Run(tmp_path)
+    p = run("dlsym", "load", ptx, env={"JIT_CLIENT_SETENV": "CUDA_DISABLE_PTX_JIT=1"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["PTX"]
+    assert any("CUDA_DISABLE_PTX_JIT is set" in l and "passed to the driver" in l
+               for l in p.log), p.log
+
+
+def test_a_library_for_devices_of_two_architectures_goes_to_the_driver(tmp_path, ptx):
+    """The driver compiles a library's PTX for every device; one cubin
+    stands for that only when they are alike (or the target is given)."""
+    run = Run(tmp_path)
+    p = run("dlsym", "library", ptx, env={"FAKE_CUDA_CC": "90,80"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuLibraryLoadData")] == ["PTX"]
+    assert any("devices of more than one architecture" in l for l in p.log), p.log
+    p = run("dlsym", "library", ptx, "target=90", env={"FAKE_CUDA_CC": "90,80"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuLibraryLoadData")] == ["ELF"]
+    p = run("dlsym", "library", ptx, env={"FAKE_CUDA_CC": "90,90"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuLibraryLoadData")] == ["ELF"]
+    # a module is loaded into the current context alone: its device's code
+    p = run("dlsym", "load", ptx, env={"FAKE_CUDA_CC": "90,80"})
+    assert [l.split()[1] for l in p.fake if l.startswith("cuModuleLoadData")] == ["ELF"]
+
+
 def test_taskcache_stats_counts_what_the_interceptor_did(tmp_path, ptx):
     run = Run(tmp_path)
     build(ptx, tmp_path / "k.cubin", run.cache)
@@ -580,9 +607,10 @@ def test_a_link_input_with_no_nul_after_it_is_read_no_further(tmp_path, ptx):
     assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path)
 
 
-def test_a_library_option_count_with_no_arrays_goes_to_the_driver(tmp_path, ptx):
+@pytest.mark.parametrize("arrays", ["1", "values"])
+def test_a_library_option_count_with_no_arrays_goes_to_the_driver(tmp_path, ptx, arrays):
     run = Run(tmp_path)
-    env = {"JIT_CLIENT_NULL_LIBOPTS": "1"}
+    env = {"JIT_CLIENT_NULL_LIBOPTS": arrays}
     mine = run("dlsym", "library", ptx, env=env, check=False)
     theirs = run("dlsym", "library", ptx, env=env, check=False, under_taskcache=False)
     assert mine.returncode == theirs.returncode and mine.returncode >= 0, mine.stderr
@@ -592,6 +620,7 @@ def test_a_library_option_count_with_no_arrays_goes_to_the_driver(tmp_path, ptx)
 @pytest.mark.parametrize("args,why", [
     (["logs=2"], "a log buffer size with no buffer"),   # the H200's driver: INVALID_VALUE
     (["in.fallback=1"], "JIT option 10 for a link input"),  # the same, either value
+    (["fallback=7"], "fallback strategy 7"),  # neither CU_PREFER_PTX nor CU_PREFER_BINARY
 ])
 def test_what_the_driver_refuses_goes_to_the_driver(tmp_path, ptx, args, why):
     run = Run(tmp_path)

@@ -10,8 +10,9 @@
  *
  * and saves every ELF image it is given as $FAKE_CUDA_SAVE/<n>.cubin. PTX
  * containing "FAKE_INVALID" fails like the driver's compiler (error 218,
- * CUDA_ERROR_INVALID_PTX, with a message in the error log). The device is
- * compute capability $FAKE_CUDA_CC (default 90). */
+ * CUDA_ERROR_INVALID_PTX, with a message in the error log). The devices
+ * have the compute capabilities $FAKE_CUDA_CC lists (default "90": one
+ * device; "90,80": two, the context's first). */
 #define _GNU_SOURCE
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -125,6 +126,8 @@ static struct CUlib_st { int dummy; } the_library;
 EXPORT CUresult cuInit(unsigned flags);
 EXPORT CUresult cuCtxGetDevice(CUdevice *dev);
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev);
+EXPORT CUresult cuDeviceGetCount(int *count);
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal);
 EXPORT CUresult cuModuleLoadData(CUmodule *m, const void *image);
 EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *o,
                                    void **v);
@@ -158,11 +161,42 @@ CUresult cuCtxGetDevice(CUdevice *dev)
     return CUDA_SUCCESS;
 }
 
+/* The compute capabilities of the devices, from $FAKE_CUDA_CC; the count. */
+static int devices(int cc[8])
+{
+    const char *list = getenv("FAKE_CUDA_CC");
+    int n = 0;
+    const char *p = list && *list ? list : "90";
+    while (*p && n < 8) {
+        cc[n++] = atoi(p);
+        p += strcspn(p, ",");
+        p += *p == ',';
+    }
+    return n;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    int cc[8];
+    *count = devices(cc);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    int cc[8];
+    if (ordinal < 0 || ordinal >= devices(cc))
+        return CUDA_ERROR_INVALID_VALUE;
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev)
 {
-    (void)dev;
-    const char *cc = getenv("FAKE_CUDA_CC");
-    int c = cc ? atoi(cc) : 90;
+    int cc[8];
+    if (dev < 0 || dev >= devices(cc))
+        return CUDA_ERROR_INVALID_VALUE;
+    int c = cc[dev];
     if (attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
         *v = c / 10;
     else if (attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
@@ -318,6 +352,7 @@ static CUresult get_proc(const char *sym, void **pfn, int version)
         E("cuGetProcAddress", 0, cuGetProcAddress),
         E("cuInit", 0, cuInit), E("cuCtxGetDevice", 0, cuCtxGetDevice),
         E("cuDeviceGetAttribute", 0, cuDeviceGetAttribute),
+        E("cuDeviceGetCount", 0, cuDeviceGetCount), E("cuDeviceGet", 0, cuDeviceGet),
 #undef E
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -33,7 +33,9 @@
  *
  * JIT_CLIENT_NO_NUL=1: a link's PTX ends where readable memory ends, with
  * no NUL after it; JIT_CLIENT_NULL_LIBOPTS=1: `library` passes a library
- * option count of 1 with NULL arrays.
+ * option count of 1 with NULL arrays (=values: its options but NULL
+ * values); JIT_CLIENT_SETENV=NAME=VALUE: put in the environment once the
+ * driver's functions are found, before the first call.
  *
  * Prints "result N" per driver call that fails or the last one, and with
  * logs=1 "info <text>", "error <text>", "wall <ms>"; with JIT_CLIENT_MAPS=1
@@ -336,6 +338,10 @@ int main(int argc, char **argv)
         argc -= 2;
         action = argv[2];
     }
+    /* set once the driver's functions are found, as a program may do */
+    const char *later = getenv("JIT_CLIENT_SETENV");
+    if (later && *later)
+        putenv(strdup(later));
     opts x, in;
     parse_options(&x, argc - 3, argv + 3, "");
     parse_options(&in, argc - 3, argv + 3, "in.");
@@ -353,7 +359,9 @@ int main(int argc, char **argv)
         else if (!strcmp(action, "loadex"))
             check(drv.loadex(&m, d, x.n, x.o, x.v));
         else if (getenv("JIT_CLIENT_NULL_LIBOPTS")) /* a count with no arrays */
-            check(drv.library(&l, d, x.o, x.v, x.n, NULL, NULL, 1));
+            check(drv.library(&l, d, x.o, x.v, x.n,
+                              strcmp(getenv("JIT_CLIENT_NULL_LIBOPTS"), "values") ? NULL : &lo,
+                              NULL, 1));
         else
             check(drv.library(&l, d, x.o, x.v, x.n, &lo, &lv, 1));
         print_logs(&x);

@@ -41,6 +41,8 @@ static const tc_real_driver *fake_real(void)
         GET(cuLinkDestroy, "cuLinkDestroy");
         GET(cuCtxGetDevice, "cuCtxGetDevice");
         GET(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+        GET(cuDeviceGetCount, "cuDeviceGetCount");
+        GET(cuDeviceGet, "cuDeviceGet");
 #undef GET
     }
     return &d;
