@@ -48,6 +48,12 @@ echo "== torture, quick mode (scripts/torture.py --long for the full run)"
 python3 scripts/torture.py --quick
 
 if [ "$quick" = 0 ]; then
+    # gcc warns at -O0 where it does not at -O2 (format truncation): the
+    # quality bar is -Werror under both compilers in every build type
+    echo "== gcc debug build (-Werror)"
+    cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DTASKCACHE_NVPTXCOMPILER=OFF >/dev/null
+    cmake --build build-debug -j"$jobs" >/dev/null
+
     echo "== clang + ASan/UBSan build"
     # the sanitizer pass also covers the ptxas-process backend
     CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTASKCACHE_SANITIZE=ON \

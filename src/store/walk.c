@@ -31,7 +31,7 @@ static int is_record_name(const char *n)
 typedef struct walk_item {
     int64_t mtime_ns;
     uint64_t size;
-    char rel[96];       /* "<target>/<kind>/<shard>/<name>" under v1 */
+    char rel[128];      /* "<target>/<kind>/<shard>/<name>" under v1 */
     int kind;           /* TC_REC_* - 1 */
     int planted;        /* named like a record, but a link or special file */
 } walk_item;
@@ -100,7 +100,7 @@ static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
             it->mtime_ns = mt;
             it->size = (uint64_t)s.st_size;
             it->kind = kind;
-            snprintf(it->rel, sizeof it->rel, "%s/%s", prefix, n);
+            snprintf(it->rel, sizeof it->rel, "%s/%.62s", prefix, n); /* a record name */
             w->bytes += (uint64_t)s.st_size;
             w->counts[kind]++;
         } else if (w->clean) {
@@ -117,7 +117,7 @@ static void walk_shard(walk *w, int dfd, const char *prefix, int kind)
         } else if (planted(&s) && is_record_name(n) && (it = add_item(w)) != NULL) {
             it->planted = 1; /* verify reports it */
             it->kind = kind;
-            snprintf(it->rel, sizeof it->rel, "%s/%s", prefix, n);
+            snprintf(it->rel, sizeof it->rel, "%s/%.62s", prefix, n); /* a record name */
         }
     }
     closedir(d);
