@@ -128,7 +128,8 @@ static const char usage_build[] =
     "PTX statements or less) is compiled whole too, without a note: one compile\n"
     "and no link ('explain' says so); an edit of it compiles it again. A module\n"
     "compiled whole gets a compiler thread on every CPU (--split-compile=0, the\n"
-    "same code as one thread) unless -Xptxas sets a split-compile of its own;\n"
+    "same code as one thread) unless -Xptxas sets a split-compile of its own or\n"
+    "fast-compile (-Ofc, whose code differs with threads);\n"
     "where the compiler fails with it (ptxas 13.0 crashes on a few modules), it\n"
     "compiles again without.\n";
 

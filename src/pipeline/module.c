@@ -223,19 +223,28 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
     return 1;
 }
 
-/* ptxas -g (--device-debug) on units linked into one image: each kernel's
- * static .shared arrays come out twice (1024 + 2 x 20,000 bytes of shared
- * memory for one 20,000-byte array where ptxas -g gives 1024 + 20,000),
- * their symbols missing. Less occupancy, and a launch that asks for
- * dynamic shared memory can fail. A debug build is compiled whole, as
- * ptxas compiles it. */
-static int device_debug(const tc_options *o)
+/* Whether a compiler option asks for code that units linked into one
+ * image do not give; why says which (NULL when none does). Such a module is
+ * compiled whole, as ptxas compiles it:
+ * - -g (--device-debug): each kernel's static .shared arrays come out
+ *   twice (1024 + 2 x 20,000 bytes of shared memory for one 20,000-byte
+ *   array where ptxas -g gives 1024 + 20,000), their symbols missing. Less
+ *   occupancy, and a launch that asks for dynamic shared memory can fail.
+ * - -sanitize (memcheck, threadsteer): the instrumented kernels' code
+ *   differs from the whole compile's in every kernel, and the image lacks
+ *   the constant bank through which it reaches the device allocator. */
+static const char *options_need_whole(const tc_options *o)
 {
-    for (size_t i = 0; i < o->ncopts; i++)
-        if (!strcmp(o->copts[i], "-g") || !strcmp(o->copts[i], "--device-debug") ||
-            !strcmp(o->copts[i], "-device-debug"))
-            return 1;
-    return 0;
+    for (size_t i = 0; i < o->ncopts; i++) {
+        const char *c = o->copts[i];
+        if (!strcmp(c, "-g") || !strcmp(c, "--device-debug") || !strcmp(c, "-device-debug"))
+            return "device debug information (-g): linked units would hold each kernel's "
+                   "static shared memory twice";
+        if (!strncmp(c, "-sanitize", 9) || !strncmp(c, "--sanitize", 10))
+            return "sanitizer instrumentation (-sanitize): linked units would not give the "
+                   "whole compile's instrumented code";
+    }
+    return NULL;
 }
 
 /* How the module is built, part of its key: split (the unit size, the unit
@@ -317,9 +326,9 @@ static tc_status build_after_crash(tc_ptx_job *j, int split, uint32_t unit_cost)
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
-    int debug = device_debug(s->o);
+    const char *whole_options = options_need_whole(s->o);
     /* a relocatable object is one compile of the whole module (taskcache.h) */
-    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE && !debug;
+    int split = s->o->split && s->o->output == TC_OUTPUT_IMAGE && !whole_options;
     tc_status st = tc_session_prepare(s, split);
     if (st != TC_OK)
         return st;
@@ -364,10 +373,8 @@ static tc_status build(tc_ptx_job *j)
     char why[1024] = "splitting is turned off"; /* room for a linker message with C++ names */
     if (s->o->output == TC_OUTPUT_OBJECT)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
-    else if (s->o->split && debug)
-        snprintf(why, sizeof why,
-                 "device debug information (-g): linked units would hold each kernel's "
-                 "static shared memory twice");
+    else if (s->o->split && whole_options)
+        snprintf(why, sizeof why, "%s", whole_options);
     int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1, small = 0;
     if (rc < 0)
         return TC_ERR_NOMEM;

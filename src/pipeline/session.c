@@ -154,7 +154,9 @@ static int compiler_major(const tc_session *s)
  * the CPUs): the output is a function of the input, whatever the machine.
  * A relocatable (-c) compile does not get it: there the option changes
  * the code. Not for a compiler older than the one this was checked with,
- * nor when the options ask for a split-compile of their own, nor for a
+ * nor when the options ask for a split-compile of their own or for
+ * fast-compile (-Ofc min and mid: with threads, kernels that call a
+ * function get other registers than on one thread), nor for a
  * build that stands for a ptxas command line (tc_options_set_exact_whole):
  * against no option at all, the symbols of some images come in another
  * order (the code is the same). */
@@ -177,9 +179,14 @@ static const char *compiler_threads(const tc_session *s, const char *option)
 {
     if (compiler_major(s) < CHECKED_SINCE)
         return NULL;
-    for (size_t i = 0; i < s->o->ncopts; i++)
-        if (strstr(s->o->copts[i], "split-compile"))
+    for (size_t i = 0; i < s->o->ncopts; i++) {
+        const char *c = s->o->copts[i];
+        /* with fast-compile (-Ofc min, mid) the threads change the
+         * registers of kernels that call a function: none then */
+        if (strstr(c, "split-compile") || !strncmp(c, "-Ofc", 4) ||
+            !strncmp(c, "--Ofast-compile", 15))
             return NULL;
+    }
     return option;
 }
 

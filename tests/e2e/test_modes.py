@@ -667,6 +667,60 @@ def test_a_device_debug_build_is_compiled_whole_with_the_shared_memory_of_ptxas(
     assert "(split" in p.stderr
 
 
+def test_a_sanitizer_build_is_compiled_whole_with_the_code_of_ptxas(tmp_path):
+    """ptxas -sanitize=memcheck on units linked into one image gave every
+    kernel other code than the whole compile, and no constant bank for the
+    device allocator (.nv.constant4, relocated to malloc and free). A
+    sanitizer build is compiled whole, and says why."""
+    from tchelp import PTXAS, nvcc_ptx
+    src = nvcc_ptx(SHARED_ARRAYS, tmp_path / "shared.ptx")
+    whole = tmp_path / "w.cubin"
+    run([PTXAS, "-arch=" + ARCH, "-sanitize=memcheck", src, "-o", whole])
+    out = tmp_path / "t.cubin"
+    p = build(src, out, tmp_path / "cache", "-Xptxas", "-sanitize=memcheck")
+    assert "compiled whole, not split: sanitizer instrumentation (-sanitize)" in p.stderr
+    want, got = elfsyms.sections(str(whole)), elfsyms.sections(str(out))
+    texts = [n for n in want if n.startswith(".text.")]
+    assert len(texts) == 42 and all(got.get(n) == want[n] for n in texts)
+    assert ".nv.constant4" in want and got.get(".nv.constant4") == want[".nv.constant4"]
+
+
+FAST_COMPILED = r"""
+__device__ __noinline__ float helper(float x, float y)
+{
+    float r = 0.f;
+    for (int i = 0; i < 8; i++)
+        r = r * x + y * (float)i;
+    return r;
+}
+extern "C" __global__ void call_a(const float *a, float *o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) o[i] = helper(a[i], 2.0f);
+}
+extern "C" __global__ void call_b(const float *a, float *o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) o[i] = helper(3.0f, a[i]) + 1.0f;
+}
+"""
+
+
+@pytest.mark.parametrize("plan", [[], PER_KERNEL])
+def test_fast_compile_gets_no_compiler_threads(tmp_path, plan):
+    """With -Ofc min (and mid), ptxas's threads (--split-compile, which
+    taskcache adds) change the registers of kernels that call a function:
+    taskcache adds none, so the code is ptxas's, compiled whole or split."""
+    from tchelp import PTXAS, nvcc_ptx
+    src = nvcc_ptx(FAST_COMPILED, tmp_path / "fast.ptx")
+    whole = tmp_path / "w.cubin"
+    run([PTXAS, "-arch=" + ARCH, "--Ofast-compile=min", src, "-o", whole])
+    out = tmp_path / "t.cubin"
+    build(src, out, tmp_path / "cache", *plan, "-Xptxas", "--Ofast-compile=min")
+    want, got = elfsyms.sections(str(whole)), elfsyms.sections(str(out))
+    assert [got.get(n) == want[n] for n in (".text.call_a", ".text.call_b")] == [True, True]
+
+
 def test_ten_thousand_kernels(tmp_path):
     src = tmp_path / "big.ptx"
     src.write_text(scaling.module(10000))
