@@ -236,9 +236,6 @@ static void report(const jit_opts *o, void **values, const char *warnings, doubl
 
 /* ---- building --------------------------------------------------------------------------- */
 
-/* The architecture the driver compiles for: CU_JIT_TARGET, else the
- * current context's device; PTX written for that device's
- * architecture-specific or family target (.target sm_90a) keeps it. */
 /* The compute capability of dev as 10 * major + minor, or -1. */
 static int capability(CUdevice dev)
 {
@@ -251,7 +248,7 @@ static int capability(CUdevice dev)
     return major * 10 + minor;
 }
 
-/* The current context's device, or -1 when there is no context. */
+/* The current context's device into *dev: 0, or -1 when there is no context. */
 static int context_device(CUdevice *dev)
 {
     const tc_real_driver *d = tc_real();
@@ -276,6 +273,9 @@ static int devices_alike(void)
     return 1;
 }
 
+/* The architecture the driver compiles for: CU_JIT_TARGET, else the
+ * current context's device; PTX written for that device's
+ * architecture-specific or family target (.target sm_90a) keeps it. */
 static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap)
 {
     if (o->arch[0]) {

@@ -223,9 +223,9 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
     return 1;
 }
 
-/* Whether a compiler option asks for code that units linked into one
- * image do not give; why says which (NULL when none does). Such a module is
- * compiled whole, as ptxas compiles it:
+/* Why the compiler options ask for code that units linked into one image
+ * do not give, or NULL when they do not. Such a module is compiled whole,
+ * as ptxas compiles it:
  * - -g (--device-debug): each kernel's static .shared arrays come out
  *   twice (1024 + 2 x 20,000 bytes of shared memory for one 20,000-byte
  *   array where ptxas -g gives 1024 + 20,000), their symbols missing. Less
@@ -267,7 +267,6 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
         snprintf(j->plan, sizeof j->plan, "whole:%s", threads);
 }
 
-/* Everything up to choosing between the split and the whole build. */
 /* A module record read for a build after a crash, kept as it was read. */
 typedef struct {
     tc_session *s;
@@ -323,6 +322,7 @@ static tc_status build_after_crash(tc_ptx_job *j, int split, uint32_t unit_cost)
     return TC_OK;
 }
 
+/* Everything up to choosing between the split and the whole build. */
 static tc_status build(tc_ptx_job *j)
 {
     tc_session *s = j->s;
