@@ -99,7 +99,8 @@ int32_t tc_ptxas_number_before(const char *line, size_t n, const char *needle)
         d--;
     if (d == e)
         return -1;
-    return (int32_t)strtol(d, NULL, 10);
+    const char *after;
+    return (int32_t)number_at(d, e, &after);
 }
 
 /* ---- the -v report ------------------------------------------------------------- */
