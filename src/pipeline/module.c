@@ -267,6 +267,21 @@ static void make_plan(tc_ptx_job *j, int split, uint32_t unit_cost)
         snprintf(j->plan, sizeof j->plan, "whole:%s", threads);
 }
 
+/* The in-process compiler's module goes to ptxas processes: their
+ * identity and options (that ptxas may be older, and compiles without the
+ * in-process compiler's threads), and the module key they make. */
+static tc_status switch_to_ptxas(tc_ptx_job *j, int split, uint32_t unit_cost)
+{
+    tc_session *s = j->s;
+    tc_status st = tc_session_use_ptxas(s);
+    if (st != TC_OK)
+        return st;
+    make_plan(j, split, unit_cost);
+    if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
+        return TC_ERR_NOMEM;
+    return TC_OK;
+}
+
 /* A module record read for a build after a crash, kept as it was read. */
 typedef struct {
     tc_session *s;
@@ -304,12 +319,9 @@ static tc_status build_after_crash(tc_ptx_job *j, int split, uint32_t unit_cost)
                                "TASKCACHE_PTXAS", asked ? " at " : "", asked ? asked : "");
     j->inprocess_key = j->module_key;
     j->keep_inprocess_key = module_tier(j);
-    tc_status st = tc_session_use_ptxas(s);
+    tc_status st = switch_to_ptxas(j, split, unit_cost);
     if (st != TC_OK)
         return st;
-    make_plan(j, split, unit_cost);
-    if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len, &j->module_key) != 0)
-        return TC_ERR_NOMEM;
     kept_module k = {s, TC_SB_INIT};
     if (module_tier(j) && tc_session_read_record(s, TC_REC_MODULE, &j->module_key, 1,
                                                  decode_and_keep, undo_kept, &k)) {
@@ -403,14 +415,10 @@ static tc_status build(tc_ptx_job *j)
         /* a crash of ptxas fails the build, one of the in-process compiler
          * would end the program: such a module is ptxas's, keyed as such */
         j->ptxas_instead = 1;
-        if ((st = tc_session_use_ptxas(s)) != TC_OK)
+        if ((st = switch_to_ptxas(j, split, unit_cost)) != TC_OK)
             return st;
         if (!explaining(j) && !tc_session_files_ready(s)) /* its input is a file now */
             return TC_ERR_IO;
-        make_plan(j, split, unit_cost); /* that ptxas may compile without threads */
-        if (tc_key_module(&s->kc, s->linker.id, j->plan, j->src, j->input_len,
-                          &j->module_key) != 0)
-            return TC_ERR_NOMEM;
         if (explaining(j)) {
             s->r->report.module_hit = module_tier(j) && tc_store_has(s->store, s->o->arch,
                                                                      TC_REC_MODULE, &j->module_key);
