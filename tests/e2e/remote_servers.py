@@ -218,7 +218,9 @@ class FaultProxy:
     reads with the bytes `answer`, as a server that is not what it seems);
     "trickle" (answers with `answer`, then a byte every `delay` seconds for
     ever: a reply that never ends, though something always arrives).
-    `connections` counts accepts."""
+    `connections` counts accepts; `events` says why the proxy itself ever
+    closed a client's connection (so a test that sees a reset can tell the
+    proxy's doing from the program's)."""
 
     def __init__(self, target):
         self.target = target
@@ -226,6 +228,7 @@ class FaultProxy:
         self.delay = 0.0
         self.answer = b""
         self.connections = 0
+        self.events = []
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -244,13 +247,15 @@ class FaultProxy:
             self.connections += 1
             self.open.append(c)
             if self.mode == "drop":
+                self.events.append("dropped a connection (mode drop)")
                 c.close()
             elif self.mode in ("stall", "answer", "trickle"):
                 threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
             else:
                 try:
                     up = socket.create_connection(("127.0.0.1", self.target))
-                except OSError:
+                except OSError as e:
+                    self.events.append(f"could not reach port {self.target}: {e}")
                     c.close()
                     continue
                 self.open.append(up)
@@ -259,6 +264,8 @@ class FaultProxy:
 
     def _swallow(self, c):
         try:
+            # (reading until the client closes, then closing too: a socket
+            # left half-closed could meet a later connection's port again)
             while c.recv(65536):
                 if self.mode == "answer":
                     c.sendall(self.answer)
@@ -267,6 +274,10 @@ class FaultProxy:
                     while self.running:
                         time.sleep(self.delay)
                         c.sendall(b"a")
+        except OSError:
+            pass
+        try:
+            c.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 
