@@ -247,6 +247,24 @@ static const char *options_need_whole(const tc_options *o)
     return NULL;
 }
 
+/* Whether the compile writes line information (-lineinfo, not cancelled by
+ * -suppress-debug-info). Without .loc directives in the module that
+ * information maps the machine code to lines of the PTX itself, and the
+ * image carries that PTX: split, it would be each unit's rewritten text. */
+static int options_line_info(const tc_options *o)
+{
+    int lineinfo = 0;
+    for (size_t i = 0; i < o->ncopts; i++) {
+        const char *c = o->copts[i];
+        if (!strcmp(c, "-lineinfo") || !strcmp(c, "--generate-line-info") ||
+            !strcmp(c, "-generate-line-info"))
+            lineinfo = 1;
+        else if (!strcmp(c, "-suppress-debug-info") || !strcmp(c, "--suppress-debug-info"))
+            return 0;
+    }
+    return lineinfo;
+}
+
 /* How the module is built, part of its key: split (the unit size, the unit
  * code) or whole, and the compiler threads a whole compile gets (a small
  * module is compiled whole under a split plan). */
@@ -387,7 +405,13 @@ static tc_status build(tc_ptx_job *j)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
     else if (s->o->split && whole_options)
         snprintf(why, sizeof why, "%s", whole_options);
-    int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1, small = 0;
+    int ptx_lines = split && !j->m.nlocfiles && options_line_info(s->o);
+    if (ptx_lines)
+        snprintf(why, sizeof why,
+                 "line information (-lineinfo) for PTX without .loc directives: it maps the "
+                 "machine code to lines of the PTX, which must be the module's, not a unit's");
+    int rc = split && !ptx_lines ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
+    int small = 0;
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 0) {

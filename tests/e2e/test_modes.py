@@ -685,6 +685,36 @@ def test_a_sanitizer_build_is_compiled_whole_with_the_code_of_ptxas(tmp_path):
     assert ".nv.constant4" in want and got.get(".nv.constant4") == want[".nv.constant4"]
 
 
+@pytest.mark.parametrize("suppressed", [False, True])
+def test_line_information_for_ptx_without_loc_carries_the_modules_ptx(tmp_path, suppressed):
+    """-lineinfo on PTX without .loc directives maps the machine code to
+    lines of the PTX, and ptxas puts that PTX into the image
+    (.nv_debug_ptx_txt). Split, the image carried every unit's rewritten
+    text instead, so a profiler's PTX view showed text the user never
+    wrote: such a build is compiled whole, and says why. With
+    -suppress-debug-info there is no line information, and nvcc's
+    -lineinfo PTX (it has .loc) splits as before."""
+    from tchelp import PTXAS, nvcc_ptx
+    src = nvcc_ptx(SHARED_ARRAYS, tmp_path / "shared.ptx")
+    assert not re.search(r"^\s*\.loc\s", open(src).read(), re.M)
+    extra = ["-Xptxas", "-suppress-debug-info"] if suppressed else []
+    whole = tmp_path / "w.cubin"
+    run([PTXAS, "-arch=" + ARCH, "-lineinfo", *extra[1:], src, "-o", whole])
+    out = tmp_path / "t.cubin"
+    p = build(src, out, tmp_path / "cache", "-lineinfo", *extra, "-v")
+    want, got = elfsyms.sections(str(whole)), elfsyms.sections(str(out))
+    if suppressed:
+        assert ".nv_debug_ptx_txt" not in want and ".nv_debug_ptx_txt" not in got
+        assert "(split" in p.stderr
+        return
+    assert "compiled whole, not split: line information (-lineinfo)" in p.stderr
+    assert want[".nv_debug_ptx_txt"].count(b"\0.version ") == 1  # the module, once
+    assert got[".nv_debug_ptx_txt"] == want[".nv_debug_ptx_txt"]
+    with_loc = nvcc_ptx(SHARED_ARRAYS, tmp_path / "loc.ptx", "-lineinfo")
+    p = build(with_loc, tmp_path / "loc.cubin", tmp_path / "cache", "-lineinfo", "-v")
+    assert "(split" in p.stderr
+
+
 FAST_COMPILED = r"""
 __device__ __noinline__ float helper(float x, float y)
 {
