@@ -405,13 +405,7 @@ static tc_status build(tc_ptx_job *j)
         snprintf(why, sizeof why, "a relocatable object (-c) is one compile of the module");
     else if (s->o->split && whole_options)
         snprintf(why, sizeof why, "%s", whole_options);
-    int ptx_lines = split && !j->m.nlocfiles && options_line_info(s->o);
-    if (ptx_lines)
-        snprintf(why, sizeof why,
-                 "line information (-lineinfo) for PTX without .loc directives: it maps the "
-                 "machine code to lines of the PTX, which must be the module's, not a unit's");
-    int rc = split && !ptx_lines ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1;
-    int small = 0;
+    int rc = split ? tc_slicer_create(&j->m, &j->slicer, why, sizeof why) : 1, small = 0;
     if (rc < 0)
         return TC_ERR_NOMEM;
     if (rc == 0) {
@@ -425,6 +419,13 @@ static tc_status build(tc_ptx_job *j)
             if (tc_split_plan(j, unit_cost) != 0)
                 return TC_ERR_NOMEM;
         }
+    }
+    if (rc == 0 && !j->m.nlocfiles && options_line_info(s->o)) {
+        snprintf(why, sizeof why,
+                 "line information (-lineinfo) for PTX without .loc directives: it maps the "
+                 "machine code to lines of the PTX, which must be the module's, not a unit's");
+        tc_split_free(j);
+        rc = 1;
     }
     if (rc == 0) {
         if (tc_slicer_set_whole_program(j->slicer,

@@ -158,16 +158,18 @@ def masked(stderr):
 
 @pytest.fixture(scope="module")
 def cuda_ptx(tmp_path_factory):
-    """name, arch -> the PTX nvcc makes of tests/corpus/cuda/NAME.cu, once."""
+    """name, arch, nvcc flags -> the PTX nvcc makes of tests/corpus/cuda/NAME.cu,
+    once."""
     if not NVCC:
         pytest.skip("nvcc not found")
     d, made = tmp_path_factory.mktemp("cuda"), {}
 
-    def get(name, arch=ARCH):
-        if (name, arch) not in made:
-            made[name, arch] = d / f"{name}.{arch}.ptx"
-            run([NVCC, f"-arch={arch}", "-ptx", CUDA / f"{name}.cu", "-o", made[name, arch]])
-        return made[name, arch]
+    def get(name, arch=ARCH, *flags):
+        if (name, arch, flags) not in made:
+            made[name, arch, flags] = d / f"{name}.{arch}{''.join(flags)}.ptx"
+            run([NVCC, f"-arch={arch}", "-ptx", *flags, CUDA / f"{name}.cu", "-o",
+                 made[name, arch, flags]])
+        return made[name, arch, flags]
     return get
 
 
@@ -235,9 +237,10 @@ def test_v_is_ptxas_report_split(tmp_path, env, cuda_ptx, name):
 
 
 @pytest.mark.parametrize("opts", [
-    ["-c"], ["-lineinfo"], ["-O0"], ["--warn-on-spills", "--warn-on-local-memory-usage"],
+    ["-c"], ["-lineinfo"], ["-lineinfo", "(.loc)"], ["-O0"],
+    ["--warn-on-spills", "--warn-on-local-memory-usage"],
     ["-maxrregcount", "24", "--warn-on-spills", "--warn-on-local-memory-usage"],
-], ids=["c", "lineinfo", "O0", "warn", "maxrregcount-warn"])
+], ids=["c", "lineinfo", "lineinfo-loc", "O0", "warn", "maxrregcount-warn"])
 @pytest.mark.parametrize("plan", ["whole", "split"])
 @pytest.mark.parametrize("name", ["helpers", "printf_kernels", "templates"])
 def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opts):
@@ -245,11 +248,16 @@ def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opt
     functions compiled on their own, -maxrregcount's register limits (before
     compiling), the warnings of kernels and of the functions they call (at
     24 registers helpers' recursive functions spill; printf's kernels use
-    local memory)."""
+    local memory). -lineinfo compiles PTX without .loc directives whole
+    (its line table counts the module's own lines), and nvcc -lineinfo's
+    PTX (with .loc) splits."""
     if plan == "split":
         env = dict(env, **SPLIT)
-    expect = "(whole module)" if plan == "whole" or "-c" in opts else "(split"
-    report = same_report(tmp_path, env, cuda_ptx(name), [f"-arch={ARCH}", "-v", *opts], expect)
+    src = cuda_ptx(name, ARCH, "-lineinfo") if "(.loc)" in opts else cuda_ptx(name)
+    opts = [o for o in opts if o != "(.loc)"]
+    whole = plan == "whole" or "-c" in opts or (opts == ["-lineinfo"] and src == cuda_ptx(name))
+    expect = "(whole module)" if whole else "(split"
+    report = same_report(tmp_path, env, src, [f"-arch={ARCH}", "-v", *opts], expect)
     if "-maxrregcount" in opts:
         assert "Overriding maximum register limit" in report
     if name != "templates" and "--warn-on-spills" in opts:
