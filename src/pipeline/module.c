@@ -247,12 +247,18 @@ static const char *options_need_whole(const tc_options *o)
     return NULL;
 }
 
-/* Whether the compile writes line information (-lineinfo, not cancelled by
- * -suppress-debug-info). Without .loc directives in the module that
- * information maps the machine code to lines of the PTX itself, and the
- * image carries that PTX: split, it would be each unit's rewritten text. */
-static int options_line_info(const tc_options *o)
+/* Why the image's line information rules out units, or NULL. ptxas writes
+ * line tables whenever the module has .loc directives, and for the PTX's
+ * own lines under -lineinfo, unless -suppress-debug-info. Linked units
+ * spoil them (measured on nvcc -lineinfo modules): a unit's .loc keeps the
+ * module's file numbers, which ptxas reads as indices into the shorter
+ * table it writes for the unit (wrong file names); the linker appends the
+ * units' .debug_str without moving the inlined functions' names that point
+ * into it; and every unit's machine-code-to-PTX table counts lines of the
+ * first unit's text in the image. */
+static const char *line_info_needs_whole(const tc_ptx_job *j)
 {
+    const tc_options *o = j->s->o;
     int lineinfo = 0;
     for (size_t i = 0; i < o->ncopts; i++) {
         const char *c = o->copts[i];
@@ -260,9 +266,15 @@ static int options_line_info(const tc_options *o)
             !strcmp(c, "-generate-line-info"))
             lineinfo = 1;
         else if (!strcmp(c, "-suppress-debug-info") || !strcmp(c, "--suppress-debug-info"))
-            return 0;
+            return NULL;
     }
-    return lineinfo;
+    if (j->m.nlocfiles)
+        return "line information (the module's .loc directives): linked units' line tables "
+               "name other files and inlined functions than the whole compile's";
+    if (lineinfo)
+        return "line information (-lineinfo) for PTX without .loc directives: it maps the "
+               "machine code to lines of the PTX, which must be the module's, not a unit's";
+    return NULL;
 }
 
 /* How the module is built, part of its key: split (the unit size, the unit
@@ -420,10 +432,9 @@ static tc_status build(tc_ptx_job *j)
                 return TC_ERR_NOMEM;
         }
     }
-    if (rc == 0 && !j->m.nlocfiles && options_line_info(s->o)) {
-        snprintf(why, sizeof why,
-                 "line information (-lineinfo) for PTX without .loc directives: it maps the "
-                 "machine code to lines of the PTX, which must be the module's, not a unit's");
+    const char *lines = rc == 0 ? line_info_needs_whole(j) : NULL;
+    if (lines) {
+        snprintf(why, sizeof why, "%s", lines);
         tc_split_free(j);
         rc = 1;
     }

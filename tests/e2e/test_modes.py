@@ -113,12 +113,18 @@ __device__ __forceinline__ float g(float x) { return x + 0.5f; }
 """
 
 
-def test_lineinfo_with_inlined_functions_is_split(tmp_path):
-    """nvcc -lineinfo names inlined functions in .loc directives by labels
-    of a .debug_str section, numbered by position in the module: units get
-    the entries they name, under names made from their bytes, so a new
-    inlined function in one kernel changes no other kernel's key."""
-    from tchelp import nvcc_ptx
+def test_lineinfo_modules_are_compiled_whole_with_ptxas_line_tables(tmp_path):
+    """ptxas writes line tables for a module with .loc directives (nvcc
+    -lineinfo). Linked units spoiled them (wrong file names, inlined
+    functions named by another unit's strings, each kernel's PTX lines
+    counted in the first unit's text), so such a module is compiled whole,
+    says why, and its debug sections are ptxas's. With -suppress-debug-info
+    there are none, and the module splits: nvcc -lineinfo names inlined
+    functions in .loc directives by labels of a .debug_str section,
+    numbered by position in the module, and units get the entries they
+    name under names made from their bytes, so a new inlined function in
+    one kernel changes no other kernel's key."""
+    from tchelp import PTXAS, nvcc_ptx
     texts = {}
     for name, e in (("base", ""), ("edit", " + g(i[t])")):  # one .cu path: .file names it
         texts[name] = open(nvcc_ptx(INLINED.replace("EDIT", e), tmp_path / "m.ptx",
@@ -130,19 +136,24 @@ def test_lineinfo_with_inlined_functions_is_split(tmp_path):
     assert "$L__info_string2" in texts["edit"]  # h's label moved
     cache = str(tmp_path / "cache")
     p = build(base, tmp_path / "a.cubin", cache, "-v", "--unit-cost", "1")
-    assert "compiled whole" not in p.stderr and "3 kernels in 3 units" in p.stderr, p.stderr
-    # the line tables are there, and the kernels are ptxas's
-    from tchelp import PTXAS
+    assert "compiled whole, not split: line information (the module's .loc directives)" \
+        in p.stderr, p.stderr
     run([PTXAS, f"-arch={ARCH}", base, "-o", tmp_path / "w.cubin"])
-    sections = elfsyms.section_sizes(str(tmp_path / "a.cubin"))
-    assert ".debug_str" in sections and ".nv_debug_line_sass" in sections
-    assert elfsyms.kernels(str(tmp_path / "a.cubin")) == elfsyms.kernels(str(tmp_path / "w.cubin"))
-    before = slice_keys(base, cache, "--unit-cost", "1")
-    after = slice_keys(edit, cache, "--unit-cost", "1")
+    want, got = elfsyms.sections(str(tmp_path / "w.cubin")), elfsyms.sections(str(tmp_path / "a.cubin"))
+    debug = [n for n in want if "debug" in n]
+    assert {".debug_line", ".debug_str", ".nv_debug_line_sass"} <= set(debug)
+    assert [n for n in debug if got.get(n) != want[n]] == []
+    # without line information: split, and only the edited kernel's key moves
+    quiet = ["--unit-cost", "1", "-Xptxas", "-suppress-debug-info"]
+    p = build(base, tmp_path / "q.cubin", cache, "-v", *quiet)
+    assert "compiled whole" not in p.stderr and "3 kernels in 3 units" in p.stderr, p.stderr
+    assert ".debug_line" not in elfsyms.section_sizes(str(tmp_path / "q.cubin"))
+    before = slice_keys(base, cache, *quiet)
+    after = slice_keys(edit, cache, *quiet)
     assert before["ka"] != after["ka"]
     assert before["kb"] == after["kb"] and before["kc"] == after["kc"]
     s0 = stats(cache)
-    p = build(edit, tmp_path / "b.cubin", cache, "-v", "--unit-cost", "1")
+    p = build(edit, tmp_path / "b.cubin", cache, "-v", *quiet)
     assert stats(cache)["compiles"] - s0["compiles"] == 1, p.stderr
 
 
@@ -692,8 +703,7 @@ def test_line_information_for_ptx_without_loc_carries_the_modules_ptx(tmp_path, 
     (.nv_debug_ptx_txt). Split, the image carried every unit's rewritten
     text instead, so a profiler's PTX view showed text the user never
     wrote: such a build is compiled whole, and says why. With
-    -suppress-debug-info there is no line information, and nvcc's
-    -lineinfo PTX (it has .loc) splits as before."""
+    -suppress-debug-info there is no line information, and it splits."""
     from tchelp import PTXAS, nvcc_ptx
     src = nvcc_ptx(SHARED_ARRAYS, tmp_path / "shared.ptx")
     assert not re.search(r"^\s*\.loc\s", open(src).read(), re.M)
@@ -710,9 +720,6 @@ def test_line_information_for_ptx_without_loc_carries_the_modules_ptx(tmp_path, 
     assert "compiled whole, not split: line information (-lineinfo)" in p.stderr
     assert want[".nv_debug_ptx_txt"].count(b"\0.version ") == 1  # the module, once
     assert got[".nv_debug_ptx_txt"] == want[".nv_debug_ptx_txt"]
-    with_loc = nvcc_ptx(SHARED_ARRAYS, tmp_path / "loc.ptx", "-lineinfo")
-    p = build(with_loc, tmp_path / "loc.cubin", tmp_path / "cache", "-lineinfo", "-v")
-    assert "(split" in p.stderr
 
 
 FAST_COMPILED = r"""

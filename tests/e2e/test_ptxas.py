@@ -248,14 +248,14 @@ def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opt
     functions compiled on their own, -maxrregcount's register limits (before
     compiling), the warnings of kernels and of the functions they call (at
     24 registers helpers' recursive functions spill; printf's kernels use
-    local memory). -lineinfo compiles PTX without .loc directives whole
-    (its line table counts the module's own lines), and nvcc -lineinfo's
-    PTX (with .loc) splits."""
+    local memory). Line information, from -lineinfo or from nvcc -lineinfo's
+    .loc directives, compiles a module whole (linked units' line tables
+    are not ptxas's)."""
     if plan == "split":
         env = dict(env, **SPLIT)
     src = cuda_ptx(name, ARCH, "-lineinfo") if "(.loc)" in opts else cuda_ptx(name)
     opts = [o for o in opts if o != "(.loc)"]
-    whole = plan == "whole" or "-c" in opts or (opts == ["-lineinfo"] and src == cuda_ptx(name))
+    whole = plan == "whole" or "-c" in opts or "-lineinfo" in opts
     expect = "(whole module)" if whole else "(split"
     report = same_report(tmp_path, env, src, [f"-arch={ARCH}", "-v", *opts], expect)
     if "-maxrregcount" in opts:
