@@ -126,14 +126,14 @@ static const char usage_build[] =
     "from -G, device-side launches, ...), or its image would carry line information\n"
     "(.loc directives, as nvcc -lineinfo writes, or -lineinfo; not with -Xptxas\n"
     "-suppress-debug-info), or the build has -g or -sanitize, it is compiled whole,\n"
-    "still cached, and a note says why. A small module (its kernels fit in one unit, or cost 1,500\n"
-    "PTX statements or less) is compiled whole too, without a note: one compile\n"
-    "and no link ('explain' says so); an edit of it compiles it again. A module\n"
-    "compiled whole gets a compiler thread on every CPU (--split-compile=0, the\n"
-    "same code as one thread) unless -Xptxas sets a split-compile of its own or\n"
-    "fast-compile (-Ofc, whose code differs with threads);\n"
-    "where the compiler fails with it (ptxas 13.0 crashes on a few modules), it\n"
-    "compiles again without.\n";
+    "still cached, and a note says why. A small module (its kernels fit in one\n"
+    "unit, or cost 1,500 PTX statements or less) is compiled whole too, without a\n"
+    "note: one compile and no link ('explain' says so); an edit of it compiles it\n"
+    "again. A module compiled whole gets a compiler thread on every CPU\n"
+    "(--split-compile=0, the same code as one thread) unless -Xptxas sets a\n"
+    "split-compile of its own or fast-compile (-Ofc, whose code differs with\n"
+    "threads); where the compiler fails with it (ptxas 13.0 crashes on a few\n"
+    "modules), it compiles again without.\n";
 
 static int add_opt(args *a, const char *opt)
 {
