@@ -27,7 +27,11 @@
 #   (g) the real-world corpus (tests/realworld: nvcc, clang, NVRTC, numba,
 #       Triton, Quadrants and XLA PTX) run with generic arguments under the
 #       whole-module image and taskcache's images in every build mode:
-#       tests/gpu/realworld_identity.py
+#       tests/gpu/realworld_identity.py; (g2) every corpus kernel's launch
+#       attributes as the driver reports them (threads, shared memory,
+#       clusters, registers), whole image against every build mode, and a
+#       launch asking for all the dynamic shared memory:
+#       tests/gpu/launch_attributes.py
 #   (h) Triton compiling through TRITON_PTXAS_PATH=taskcache ptxas:
 #       tests/gpu/triton_ptxas_check.py
 #   (i) taskcache run with JITs that hand PTX to the driver (Quadrants,
@@ -51,7 +55,7 @@
 #       CPUs (taskset); informational. GPU_CHECK_TWO_CORE_ARGS replaces the
 #       edit_cost.py arguments ("--costs 250,700,1000 generated": sizes beside
 #       the default, 500).
-# STEPs for --skip: identity, realworld, sass, timing, first, python, bench, triton, intercept,
+# STEPs for --skip: identity, realworld, attributes, sass, timing, first, python, bench, triton, intercept,
 # xla, corpus, twocore.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
@@ -151,7 +155,7 @@ COMMON=(--work "$WORK" --log "$LOG" --start "$START")
 
 summary_and_exit() {
     local skipped_steps=()
-    for s in identity realworld sass timing first python bench triton intercept xla corpus; do
+    for s in identity realworld attributes sass timing first python bench triton intercept xla corpus; do
         skipped "$s" && skipped_steps+=("$s")
     done
     # the table is printed last; the files in $OUT are collected first
@@ -167,7 +171,7 @@ summary_and_exit() {
     [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
     [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
     # the tables of (g), (h), (i) and (j), one file
-    for f in realworld.log triton.log intercept.log xla.log; do
+    for f in realworld.log attributes.log triton.log intercept.log xla.log; do
         [ -f "$WORK/$f" ] && { echo "==== $f"; cat "$WORK/$f"; }
     done > "$OUT/checks.txt"
     [ -s "$OUT/checks.txt" ] || rm -f "$OUT/checks.txt"
@@ -346,6 +350,21 @@ else
     elif [ "$rwrc" = 0 ]; then res=INCOMPLETE
     else res=FAIL; fi
     row "(g) real-world identity" "$res" "${rwline#realworld_identity: }; ${rwtotal}${notrun:+; $notrun}" 1
+fi
+
+# ---- (g2) what the driver reads about each kernel -------------------------------------------
+if skipped attributes; then say "(g2) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(g2) launch attributes" "DRY" "needs a GPU" 0
+else
+    say "(g2) launch attributes: every corpus kernel's driver attributes, whole image against every build mode"
+    timeout -k 10 "$(( $(left) > 90 ? $(left) - 30 : 60 ))" python3 tests/gpu/launch_attributes.py \
+        --taskcache "$TASKCACHE" --out "$OUT" --jobs "$([ "$JOBS" -gt 8 ] && echo 8 || echo 1)" \
+        > "$WORK/attributes.log" 2>&1
+    arc=$?
+    cat "$WORK/attributes.log" >> "$LOG"
+    tail_log "$WORK/attributes.log" 20
+    case $arc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(g2) launch attributes" "$res" "$(grep '^launch_attributes:' "$WORK/attributes.log" | tail -n 1)" 1
 fi
 
 # ---- (b) SASS comparison ------------------------------------------------------------------

@@ -340,3 +340,35 @@ def test_realworld_runner_sets_apart_a_kernel_that_differs_once(tmp_path):
     cells = row.split()[1:]
     assert p.returncode == 0, p.stdout + p.stderr
     assert cells[3] == "1" and "FAIL" not in p.stdout, p.stdout
+
+
+def test_launch_attributes_tell_rounding_from_a_difference():
+    """launch_attributes.py (step (g2)) lets a static shared size pass only
+    when it is below the whole image's by ptxas's rounding to 16 bytes and
+    the kernel has at least as much dynamic shared memory; anything else
+    about shared memory is a difference, and registers are counted as code
+    quality in both directions."""
+    sys.path.insert(0, str(GPU_DIR))
+    import launch_attributes as la
+    diff = {"shared": [("rounded", 48, 44), ("larger", 48, 64), ("smaller", 48, 16),
+                       ("less_dynamic", 544, 532)],
+            "available_dynamic_shared": [("rounded", 232400, 232404),
+                                         ("less_dynamic", 232000, 231000)],
+            "registers": [("rounded", 20, 22), ("smaller", 30, 24)],
+            "blocks_per_sm": [("rounded", 16, 12)]}
+    assert la.padding_only(diff) == {"rounded"}
+    assert la.quality(diff) == {"registers_above": 1, "registers_below": 1, "local_above": 0,
+                                "blocks_per_sm_below": 1}
+    whole = {"k": {"shared": 0, "registers": 10}, "gone": {"shared": 0, "registers": 8}}
+    other = {"k": {"shared": 16, "registers": 10}}
+    assert la.compare(whole, other) == {"kernel": [("gone", True, False)],
+                                        "shared": [("k", 0, 16)]}
+
+
+def test_launch_attributes_without_a_driver(tmp_path):
+    if have_driver():
+        pytest.skip("a CUDA driver is installed here: the GPU runs are scripts/gpu-check.sh")
+    p = subprocess.run([sys.executable, GPU_DIR / "launch_attributes.py", "--taskcache", TASKCACHE,
+                        "--out", tmp_path], capture_output=True, text=True)
+    assert p.returncode == 2 and "no GPU" in p.stderr, p.stderr
+    assert not (tmp_path / "launch_attributes.json").exists()
