@@ -13,7 +13,9 @@ and once under `taskcache run`; each kernel's registers, local, shared and
 constant memory (cuFuncGetAttribute) and the bytes it writes must be the
 same. The same goes for a link session (cuLinkCreate with the options,
 the PTX added, cuLinkComplete), whose linked cubin must also hold the same
-code: every .text section byte for byte. Beside them, `ptxas -O0..-O3` (and with --maxrregcount) on the same
+code: every .text section byte for byte, and the same target (ELF
+flags). Link sessions also take options on their input (cuLinkAddData)
+beside the link's, and two settings name the target twice. Beside them, `ptxas -O0..-O3` (and with --maxrregcount) on the same
 PTX, read with cuobjdump --dump-resource-usage, shows which ptxas setting
 the driver's registers match.
 
@@ -73,6 +75,7 @@ NAMES = ("light", "heavy", "wide")
 
 # CUjit_option values (cuda.h)
 MAX_REGISTERS, OPTIMIZATION_LEVEL, TARGET, GENERATE_LINE_INFO, CACHE_MODE = 0, 7, 9, 13, 14
+TARGET_FROM_CUCONTEXT = 8  # takes no value
 CACHE_CG = 1
 ACCELERATED = 0x10000  # CU_COMPUTE_ACCELERATED_TARGET_BASE: sm_90a is 0x10000 + 90
 
@@ -91,6 +94,25 @@ SETTINGS = {
     "cache mode cg": ([(CACHE_MODE, CACHE_CG)], ["--def-load-cache=cg"]),
     "target sm_90": ([(TARGET, 90)], ["-arch=sm_90"]),
     "target sm_90a": ([(TARGET, ACCELERATED + 90)], ["-arch=sm_90a"]),
+    # which of two target options wins: taskcache lets CU_JIT_TARGET win in
+    # either order (the linked cubin's ELF flags name the target)
+    "target sm_90a, then context": ([(TARGET, ACCELERATED + 90), (TARGET_FROM_CUCONTEXT, 0)],
+                                    ["-arch=sm_90a"]),
+    "context, then target sm_90a": ([(TARGET_FROM_CUCONTEXT, 0), (TARGET, ACCELERATED + 90)],
+                                    ["-arch=sm_90a"]),
+}
+# link sessions only: label -> (the link's options, the input's options
+# (cuLinkAddData), the ptxas options taskcache makes of them: an input's
+# options are added to the link's, a later value of one option replacing
+# an earlier one)
+LINK_SETTINGS = {
+    # the pairs are chosen so that adding and replacing differ: level 1
+    # gives `heavy` 24 registers, the default 28 (and a cap of 24 gives 24)
+    "link registers 24, input level 3": ([(MAX_REGISTERS, 24)], [(OPTIMIZATION_LEVEL, 3)],
+                                         ["--maxrregcount=24", "-O3"]),
+    "link level 1, input registers 32": ([(OPTIMIZATION_LEVEL, 1)], [(MAX_REGISTERS, 32)],
+                                         ["-O1", "--maxrregcount=32"]),
+    "link level 1, input level 3": ([(OPTIMIZATION_LEVEL, 1)], [(OPTIMIZATION_LEVEL, 3)], ["-O3"]),
 }
 
 LOADER = r'''
@@ -100,6 +122,7 @@ ptx = open(sys.argv[1], "rb").read() + b"\0"
 opts = json.loads(sys.argv[2])
 names = sys.argv[3].split(",")
 mode, cubin_out = sys.argv[4], sys.argv[5]
+input_opts = json.loads(sys.argv[6])  # a link input's own options (cuLinkAddData)
 P, U = ctypes.c_void_p, ctypes.c_uint
 for fn, args in (("cuModuleLoadDataEx", [P, P, U, P, P]), ("cuModuleGetFunction", [P, P, P]),
                  ("cuFuncGetAttribute", [P, ctypes.c_int, P]),
@@ -126,7 +149,10 @@ if mode == "load":
 else:  # a link session with the options; its PTX input takes them from it
     state, image, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
     ok(cuda.cuLinkCreate_v2(len(opts), keys, vals, ctypes.byref(state)), "cuLinkCreate")
-    ok(cuda.cuLinkAddData_v2(state, 1, ptx, len(ptx), b"k.ptx", 0, None, None), "cuLinkAddData")
+    in_keys = (ctypes.c_int * max(1, len(input_opts)))(*[k for k, _ in input_opts])
+    in_vals = (ctypes.c_void_p * max(1, len(input_opts)))(*[v for _, v in input_opts])
+    ok(cuda.cuLinkAddData_v2(state, 1, ptx, len(ptx), b"k.ptx", len(input_opts), in_keys,
+                             in_vals), "cuLinkAddData")
     ok(cuda.cuLinkComplete(state, ctypes.byref(image), ctypes.byref(size)), "cuLinkComplete")
     linked = ctypes.string_at(image, size.value)
     open(cubin_out, "wb").write(linked)
@@ -162,9 +188,10 @@ print(json.dumps(out))
 '''
 
 
-def load(work, ptx, opts, mode, taskcache=None):
+def load(work, ptx, opts, mode, taskcache=None, input_opts=()):
     cubin = os.path.join(work, f"{mode}-{'taskcache' if taskcache else 'driver'}.cubin")
-    cmd = [sys.executable, "-c", LOADER, ptx, json.dumps(opts), ",".join(NAMES), mode, cubin]
+    cmd = [sys.executable, "-c", LOADER, ptx, json.dumps(opts), ",".join(NAMES), mode, cubin,
+           json.dumps(list(input_opts))]
     env = dict(os.environ, CUDA_CACHE_DISABLE="1")  # the driver compiles every time
     if taskcache:
         cmd = [taskcache, "run", "--cache-dir", os.path.join(work, "tc"),
@@ -177,6 +204,8 @@ def load(work, ptx, opts, mode, taskcache=None):
     if mode == "link" and "error" not in out:  # the linked code, for the comparison
         out["text"] = {n: hashlib.sha256(b).hexdigest()[:16]
                        for n, b in elfsyms.sections(cubin).items() if n.startswith(".text.")}
+        with open(cubin, "rb") as f:  # e_flags: the target the cubin was built for
+            out["text"]["e_flags"] = hex(int.from_bytes(f.read(52)[48:52], "little"))
     return out
 
 
@@ -215,29 +244,33 @@ def main():
         f.write(KERNELS)
     subprocess.run([nvcc, "-ptx", f"-arch={a.arch}", cu, "-o", ptx], check=True)
     rows, ok = {}, True
-    print(f"{'setting':28} {'call':4} {'kernel':6} {'driver':>24} {'taskcache run':>24} "
+    print(f"{'setting':34} {'call':4} {'kernel':6} {'driver':>24} {'taskcache run':>24} "
           f"{'ptxas regs':>10}  same")
-    for label, (opts, ptxas_opts) in SETTINGS.items():
+    cases = [(label, opts, [], ptxas_opts, ("load", "link"))
+             for label, (opts, ptxas_opts) in SETTINGS.items()]
+    cases += [(label, opts, input_opts, ptxas_opts, ("link",))
+              for label, (opts, input_opts, ptxas_opts) in LINK_SETTINGS.items()]
+    for label, opts, input_opts, ptxas_opts, modes in cases:
         ref = ptxas_registers(ptxas, cuobjdump, work, ptx, ptxas_opts, a.arch)
         rows[label] = {"ptxas_registers": ref}
-        for mode in ("load", "link"):
-            d = load(work, ptx, opts, mode)
-            t = load(work, ptx, opts, mode, a.taskcache)
+        for mode in modes:
+            d = load(work, ptx, opts, mode, input_opts=input_opts)
+            t = load(work, ptx, opts, mode, a.taskcache, input_opts)
             rows[label][mode] = {"driver": d, "taskcache": t}
             if "error" in d or "error" in t:
                 ok = False
-                print(f"{label:28} {mode:4} error: driver {d.get('error')}, "
+                print(f"{label:34} {mode:4} error: driver {d.get('error')}, "
                       f"taskcache {t.get('error')}")
                 continue
             if mode == "link" and d["text"] != t["text"]:
                 ok = False
-                print(f"{label:28} {mode:4} the linked code differs: {d['text']} {t['text']}")
+                print(f"{label:34} {mode:4} the linked code differs: {d['text']} {t['text']}")
             for k in NAMES:
                 same = d[k] == t[k]
                 ok &= same
                 cell = lambda r: f"r{r['registers']} l{r['local']} {r['output'][:8]}"  # noqa: E731
-                print(f"{label:28} {mode:4} {k:6} {cell(d[k]):>24} {cell(t[k]):>24} "
-                      f"{ref.get(k, '?') if mode == 'load' else '':>10}"
+                print(f"{label:34} {mode:4} {k:6} {cell(d[k]):>24} {cell(t[k]):>24} "
+                      f"{ref.get(k, '?') if mode == 'load' or input_opts else '':>10}"
                       f"  {'yes' if same else 'NO'}", flush=True)
     with open(os.path.join(a.out, "jit_options.json"), "w") as f:
         json.dump(rows, f, indent=1)
