@@ -77,8 +77,9 @@ static void opts_init(jit_opts *o)
 static unsigned uval(void **values, unsigned i) { return (unsigned)(uintptr_t)values[i]; }
 
 /* Reads the options of one call into o. As in the driver, a later value of
- * an option replaces an earlier one, and a link input's options replace
- * the link's (read into the same o, after them). Unknown options, those
+ * an option replaces an earlier one, and a link input's options are read
+ * into the same o after the link's, replacing those they name again
+ * (checked against the H200's driver: tests/gpu/jit_options.py). Unknown options, those
  * whose effect taskcache does not reproduce, and those the driver refuses
  * (it then fails the call itself) set o->why. link_input: the options of
  * cuLinkAddData/cuLinkAddFile, which take compiler options only. */
@@ -112,7 +113,8 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
                 snprintf(o->why, sizeof o->why, "cache mode %u", v);
             o->cache_mode = v;
             break;
-        case CU_JIT_SPLIT_COMPILE: /* a relocatable compile's code depends on it */
+        case CU_JIT_SPLIT_COMPILE: /* a relocatable compile's code depends on it
+                                    * (0 on a machine of one CPU: see options.c) */
             o->split = v;
             break;
         case CU_JIT_TARGET:
@@ -148,7 +150,9 @@ static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, v
                 o->error_at = (int)i;
             } else if (options[i] == CU_JIT_WALL_TIME) {
                 o->wall_at = (int)i;
-            } /* CU_JIT_TARGET_FROM_CUCONTEXT: what happens anyway */
+            } /* CU_JIT_TARGET_FROM_CUCONTEXT: the context's device, unless
+               * CU_JIT_TARGET is given, before or after it (as the
+               * driver has it) */
             break;
         case CU_JIT_FALLBACK_STRATEGY: /* chooses between PTX and a binary: PTX it is */
             if (link_input) /* the H200's driver: CUDA_ERROR_INVALID_VALUE, either value */
@@ -508,7 +512,7 @@ CUresult tc_jit_library_load(CUlibrary *library, const void *code, CUjit_option 
  * compile of the module, cached as a module record) and hands the driver
  * the object in its place; the driver links whatever the session holds,
  * as it would have. Per session, the interceptor keeps the link's options
- * (a PTX input's own options replace them for that input) and the
+ * (a PTX input's own options are added to them for that input) and the
  * compiler warnings of the inputs it built, for the info log. */
 typedef struct session {
     CUlinkState state;
@@ -598,7 +602,11 @@ static int add_built(int v, session *s, const char *call, const char *ptx, size_
         tc_result_free(r);
         return 0;
     }
+    /* two threads may add inputs to one link: the list's lock keeps the
+     * session's warnings whole */
+    pthread_mutex_lock(&sessions_lock);
     warnings_of(r, &s->warnings);
+    pthread_mutex_unlock(&sessions_lock);
     note_built(call, r, now() - t0);
     tc_result_free(r); /* the driver copied the object */
     return 1;
@@ -690,6 +698,8 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
     CUresult rc = d->cuLinkComplete(state, cubin, size);
     session *s = find(state);
     const jit_opts *o = s ? &s->opts : NULL;
+    if (s)
+        pthread_mutex_lock(&sessions_lock);
     if (rc == CUDA_SUCCESS && o && s->warnings.len && !s->warnings.oom && o->info &&
         o->info_at >= 0 && o->info_cap && s->values) {
         /* the driver's own log: read no further than the size it says it
@@ -706,6 +716,8 @@ CUresult tc_jit_link_complete(CUlinkState state, void **cubin, size_t *size)
             put_log(o->info, o->info_cap, log.data, &s->values[o->info_at]);
         tc_sb_free(&log);
     }
+    if (s)
+        pthread_mutex_unlock(&sessions_lock);
     return rc;
 }
 
