@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/handles.h"
 #include "compile/nvptx.h"
@@ -79,6 +80,16 @@ tc_status tc_options_add_compiler_option(tc_options *o, const char *opt, tc_erro
             return tc_set_error(err, TC_ERR_INVALID,
                              "compiler option '%s' is set by taskcache itself and cannot be "
                              "given", opt);
+    /* --split-compile=0 asks for a thread per CPU of the machine (ptxas
+     * --help). Relocatable code compiled on threads differs from code
+     * compiled on one, while any count from two gives the same code
+     * (CUDA 13.0, ptxas -c on the real-world corpus). So where the
+     * machine has a single CPU the option means what 1 means, and is kept
+     * as that: the key must not let a cache shared with larger machines
+     * hand this one their code, nor the reverse. */
+    if ((!strcmp(opt, "--split-compile=0") || !strcmp(opt, "-split-compile=0")) &&
+        sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        opt = "--split-compile=1";
     char **p = realloc(o->copts, (o->ncopts + 1) * sizeof *p);
     if (!p)
         return tc_set_error(err, TC_ERR_NOMEM, "out of memory");
