@@ -50,6 +50,11 @@ static inline int tc_options_cancelled(const tc_options *o)
     return o->cancel && *o->cancel;
 }
 
+/* Whether the compiler options hold one of names (a NULL-terminated
+ * list): an option equal to a name, or starting with it where the name
+ * ends in '*' (-sanitize* is -sanitize=memcheck too). */
+int tc_options_have(const tc_options *o, const char *const *names);
+
 struct tc_cache {
     char *dir;
     tc_store *store;

@@ -100,6 +100,18 @@ tc_status tc_options_add_compiler_option(tc_options *o, const char *opt, tc_erro
     return TC_OK;
 }
 
+int tc_options_have(const tc_options *o, const char *const *names)
+{
+    for (size_t i = 0; i < o->ncopts; i++)
+        for (const char *const *n = names; *n; n++) {
+            size_t len = strlen(*n);
+            if (len && (*n)[len - 1] == '*' ? !strncmp(o->copts[i], *n, len - 1)
+                                            : !strcmp(o->copts[i], *n))
+                return 1;
+        }
+    return 0;
+}
+
 tc_status tc_options_set_jobs(tc_options *o, int jobs)
 {
     if (jobs < 1)

@@ -235,15 +235,14 @@ static int whole_by_default(const tc_ptx_job *j, char *why, size_t whylen)
  *   the constant bank through which it reaches the device allocator. */
 static const char *options_need_whole(const tc_options *o)
 {
-    for (size_t i = 0; i < o->ncopts; i++) {
-        const char *c = o->copts[i];
-        if (!strcmp(c, "-g") || !strcmp(c, "--device-debug") || !strcmp(c, "-device-debug"))
-            return "device debug information (-g): linked units would hold each kernel's "
-                   "static shared memory twice";
-        if (!strncmp(c, "-sanitize", 9) || !strncmp(c, "--sanitize", 10))
-            return "sanitizer instrumentation (-sanitize): linked units would not give the "
-                   "whole compile's instrumented code";
-    }
+    static const char *const debug[] = {"-g", "--device-debug", "-device-debug", NULL};
+    static const char *const sanitize[] = {"-sanitize*", "--sanitize*", NULL};
+    if (tc_options_have(o, debug))
+        return "device debug information (-g): linked units would hold each kernel's static "
+               "shared memory twice";
+    if (tc_options_have(o, sanitize))
+        return "sanitizer instrumentation (-sanitize): linked units would not give the whole "
+               "compile's instrumented code";
     return NULL;
 }
 
@@ -258,20 +257,17 @@ static const char *options_need_whole(const tc_options *o)
  * first unit's text in the image. */
 static const char *line_info_needs_whole(const tc_ptx_job *j)
 {
+    static const char *const lineinfo[] = {"-lineinfo", "--generate-line-info",
+                                           "-generate-line-info", NULL};
+    static const char *const suppressed[] = {"-suppress-debug-info", "--suppress-debug-info",
+                                             NULL};
     const tc_options *o = j->s->o;
-    int lineinfo = 0;
-    for (size_t i = 0; i < o->ncopts; i++) {
-        const char *c = o->copts[i];
-        if (!strcmp(c, "-lineinfo") || !strcmp(c, "--generate-line-info") ||
-            !strcmp(c, "-generate-line-info"))
-            lineinfo = 1;
-        else if (!strcmp(c, "-suppress-debug-info") || !strcmp(c, "--suppress-debug-info"))
-            return NULL;
-    }
+    if (tc_options_have(o, suppressed))
+        return NULL;
     if (j->m.nlocfiles)
         return "line information (the module's .loc directives): linked units' line tables "
                "name other files and inlined functions than the whole compile's";
-    if (lineinfo)
+    if (tc_options_have(o, lineinfo))
         return "line information (-lineinfo) for PTX without .loc directives: it maps the "
                "machine code to lines of the PTX, which must be the module's, not a unit's";
     return NULL;

@@ -177,16 +177,12 @@ static int compiler_major(const tc_session *s)
 
 static const char *compiler_threads(const tc_session *s, const char *option)
 {
-    if (compiler_major(s) < CHECKED_SINCE)
+    /* with fast-compile (-Ofc min, mid) the threads change the registers
+     * of kernels that call a function: none then */
+    static const char *const own[] = {"--split-compile*", "-split-compile*", "-Ofc*",
+                                      "--Ofast-compile*", NULL};
+    if (compiler_major(s) < CHECKED_SINCE || tc_options_have(s->o, own))
         return NULL;
-    for (size_t i = 0; i < s->o->ncopts; i++) {
-        const char *c = s->o->copts[i];
-        /* with fast-compile (-Ofc min, mid) the threads change the
-         * registers of kernels that call a function: none then */
-        if (strstr(c, "split-compile") || !strncmp(c, "-Ofc", 4) ||
-            !strncmp(c, "--Ofast-compile", 15))
-            return NULL;
-    }
     return option;
 }
 

@@ -236,14 +236,15 @@ def test_v_is_ptxas_report_split(tmp_path, env, cuda_ptx, name):
         same_report(tmp_path, e, cuda_ptx(name), [f"-arch={ARCH}", "-v"], "(split")
 
 
-@pytest.mark.parametrize("opts", [
-    ["-c"], ["-lineinfo"], ["-lineinfo", "(.loc)"], ["-O0"],
-    ["--warn-on-spills", "--warn-on-local-memory-usage"],
-    ["-maxrregcount", "24", "--warn-on-spills", "--warn-on-local-memory-usage"],
+# (ptxas options, nvcc options of the PTX: -lineinfo writes .loc directives)
+@pytest.mark.parametrize("opts,nvcc_opts", [
+    (["-c"], []), (["-lineinfo"], []), (["-lineinfo"], ["-lineinfo"]), (["-O0"], []),
+    (["--warn-on-spills", "--warn-on-local-memory-usage"], []),
+    (["-maxrregcount", "24", "--warn-on-spills", "--warn-on-local-memory-usage"], []),
 ], ids=["c", "lineinfo", "lineinfo-loc", "O0", "warn", "maxrregcount-warn"])
 @pytest.mark.parametrize("plan", ["whole", "split"])
 @pytest.mark.parametrize("name", ["helpers", "printf_kernels", "templates"])
-def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opts):
+def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opts, nvcc_opts):
     """-v with the options that change what is compiled or printed: -c's
     functions compiled on their own, -maxrregcount's register limits (before
     compiling), the warnings of kernels and of the functions they call (at
@@ -253,8 +254,7 @@ def test_v_with_options_is_ptxas_report(tmp_path, env, cuda_ptx, name, plan, opt
     are not ptxas's)."""
     if plan == "split":
         env = dict(env, **SPLIT)
-    src = cuda_ptx(name, ARCH, "-lineinfo") if "(.loc)" in opts else cuda_ptx(name)
-    opts = [o for o in opts if o != "(.loc)"]
+    src = cuda_ptx(name, ARCH, *nvcc_opts)
     whole = plan == "whole" or "-c" in opts or "-lineinfo" in opts
     expect = "(whole module)" if whole else "(split"
     report = same_report(tmp_path, env, src, [f"-arch={ARCH}", "-v", *opts], expect)
