@@ -363,6 +363,14 @@ def test_launch_attributes_tell_rounding_from_a_difference():
     other = {"k": {"shared": 16, "registers": 10}}
     assert la.compare(whole, other) == {"kernel": [("gone", True, False)],
                                         "shared": [("k", 0, 16)]}
+    # cuModuleGetGlobal: what the whole image gives must come the same, but
+    # for names the compiler made up, which units name otherwise
+    lost, extra, renamed = la.compare_variables(
+        {"a": 4, "b": 8, "c": None, "d": 16, "$str": 11, "__unnamed_1": 70, "$__n__12": 4},
+        {"a": 4, "b": 16, "c": 4, "$__tcA0123": 11, "$__n__6": 4})
+    assert lost == [("b", 8, 16), ("d", 16, None)]
+    assert extra == ["$__n__6", "$__tcA0123", "c"]
+    assert [x[0] for x in renamed] == ["$__n__12", "$str", "__unnamed_1"]
 
 
 def test_launch_attributes_without_a_driver(tmp_path):

@@ -18,6 +18,12 @@ not failed, and a static shared size below the whole image's by its rounding
 to 16 bytes (which ptxas does and a linker does not; the kernel gets as
 much more dynamic shared memory), which is counted.
 
+The variables a program can look up must be there too: every variable in
+the images' symbol tables is asked for with cuModuleGetGlobal, and each one
+the whole image gives must come with the same size, but for names the
+compiler made up ($str, __unnamed_1, $__counter__12), which taskcache's units
+name otherwise (counted, as are names only taskcache's image has).
+
 Then a launch check: a kernel that uses only dynamic shared memory (CUDA
 source in this file, compiled to PTX with nvcc at run time) asks for all the
 dynamic shared memory each image allows and must compute the right sums
@@ -38,12 +44,15 @@ import ctypes
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "realworld"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+import elfsyms  # noqa: E402
 import rwlib  # noqa: E402
 
 MODES = {"default": [], "reloc": ["--relocatable-units"], "unit1": ["--unit-cost", "1"]}
@@ -69,6 +78,7 @@ class Driver:
                                ("cuModuleGetFunctionCount", [P, P]),
                                ("cuModuleEnumerateFunctions", [P, U, P]),
                                ("cuModuleGetFunction", [P, P, ctypes.c_char_p]),
+                               ("cuModuleGetGlobal_v2", [P, P, P, ctypes.c_char_p]),
                                ("cuFuncGetName", [P, P]), ("cuFuncGetAttribute", [P, I, P]),
                                ("cuFuncSetAttribute", [P, I, I]),
                                ("cuOccupancyAvailableDynamicSMemPerBlock", [P, P, I, I]),
@@ -138,10 +148,18 @@ class Driver:
         rc = self.cu.cuOccupancyAvailableDynamicSMemPerBlock(ctypes.byref(size), func, 1, block)
         return size.value if rc == 0 else f"CUresult {rc}"
 
-    def image_attributes(self, path):
+    def image_attributes(self, path, variables=()):
+        """({kernel: attributes}, {variable: bytes cuModuleGetGlobal gives
+        it, or None where it finds none})."""
         mod = self.load(path)
         try:
-            return {k: self.attributes(f) for k, f in self.kernels(mod).items()}
+            found = {}
+            for name in variables:
+                ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+                rc = self.cu.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), mod,
+                                                  name.encode())
+                found[name] = size.value if rc == 0 else None
+            return {k: self.attributes(f) for k, f in self.kernels(mod).items()}, found
         finally:
             self.cu.cuModuleUnload(mod)
 
@@ -214,10 +232,35 @@ def quality(diff):
             "blocks_per_sm_below": count("blocks_per_sm", lambda w, t: t < w)}
 
 
+COMPILER_NAMED = re.compile(r"^\$|^__unnamed_\d+$")
+
+
+def compare_variables(whole, other):
+    """What a program asking cuModuleGetGlobal sees differently: variables
+    the whole image gives and the other does not, or with another size (a
+    difference); and those only the other gives (counted). Names the
+    compiler made up are counted apart: taskcache renames nvcc's and LLVM's
+    constants ($str, __unnamed_1) by their contents (docs/design.md,
+    "Canonical text"), and ptxas numbers the variables a function declares
+    ($__counter__12) by its own count; no program can know those names."""
+    lost = [(v, whole[v], other.get(v)) for v in sorted(whole)
+            if whole[v] is not None and other.get(v) != whole[v]]
+    extra = sorted(v for v in other if other[v] is not None and whole.get(v) is None)
+    renamed = [x for x in lost if COMPILER_NAMED.search(x[0]) and x[2] is None]
+    lost = [x for x in lost if x not in renamed]
+    return lost, extra, renamed
+
+
 def check_module(args, drv, module, images):
-    res = {"module": module.label, "kernels": 0, "modes": {}, "failures": [], "quality": {}}
-    whole = drv.image_attributes(images["whole"])
+    res = {"module": module.label, "kernels": 0, "variables": 0, "modes": {}, "failures": [],
+           "quality": {}}
+    names = set()
+    for img in images.values():
+        if os.path.exists(img):
+            names.update(elfsyms.globals_(img))
+    whole, whole_vars = drv.image_attributes(images["whole"], sorted(names))
     res["kernels"] = len(whole)
+    res["variables"] = sum(1 for v in whole_vars.values() if v is not None)
     for label in ("nvlink", *MODES):
         img = images.get(label)
         if not img or not os.path.exists(img):
@@ -225,18 +268,27 @@ def check_module(args, drv, module, images):
                 res["failures"].append(f"{label}: {img}")
             res["modes"][label] = {"error": img}
             continue
-        diff = compare(whole, drv.image_attributes(img))
+        attrs, variables = drv.image_attributes(img, sorted(names))
+        diff = compare(whole, attrs)
+        lost, extra, renamed = compare_variables(whole_vars, variables)
         padded = padding_only(diff)
         launch = {a: [x for x in d if x[0] not in padded] for a, d in diff.items() if a not in QUALITY}
         launch = {a: d for a, d in launch.items() if d}
         res["modes"][label] = {"same": res["kernels"] - len({k for d in launch.values() for k, *_ in d}),
                                "padding_only": sorted(padded),
+                               "variables_lost": lost[:20], "variables_extra": extra[:20],
+                               "variables_extra_count": len(extra),
+                               "variables_renamed": [x[0] for x in renamed],
                                "differences": {a: d[:20] for a, d in diff.items()},
                                "counts": {a: len(d) for a, d in diff.items()}}
         if label in MODES:
             res["quality"][label] = quality(diff)
             res["failures"] += [f"{label}: {a} differs for {len(d)} kernel(s), e.g. {d[0][0]}: "
                                 f"whole {d[0][1]}, taskcache {d[0][2]}" for a, d in launch.items()]
+            if lost:
+                res["failures"].append(f"{label}: cuModuleGetGlobal gives {len(lost)} variable(s) "
+                                       f"otherwise, e.g. {lost[0][0]}: whole {lost[0][1]} bytes, "
+                                       f"taskcache {lost[0][2]}")
     return res
 
 
@@ -357,6 +409,14 @@ def table(results, launch_rows):
                                                       ("registers_above", "registers_below",
                                                        "local_above", "blocks_per_sm_below")) +
                      f" the whole image's; {padded} with static shared memory not rounded to 16 B")
+    nvars = sum(r.get("variables", 0) for r in results)
+    for x in ("nvlink", *MODES):
+        extra = sum(r["modes"].get(x, {}).get("variables_extra_count", 0) for r in results)
+        lost = sum(len(r["modes"].get(x, {}).get("variables_lost", [])) for r in results)
+        renamed = sum(len(r["modes"].get(x, {}).get("variables_renamed", [])) for r in results)
+        lines.append(f"  {x}: of the {nvars} variables cuModuleGetGlobal finds in the whole image, "
+                     f"{lost} found otherwise, {renamed} named by the compiler under other names; "
+                     f"{extra} found that the whole image does not have")
     lines.append("dynamic shared memory launch (fill_dynamic, all it may ask for):")
     for row in launch_rows:
         lines.append(f"  {row['image']:<12} available {row['available']:>7} B, static "
