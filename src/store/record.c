@@ -131,32 +131,22 @@ __attribute__((destructor)) static void drop_ctx_keys(void)
     ctx_keys_ok = 0;
 }
 
-/* This thread's contexts, or NULL where there is none to keep (no key,
- * no memory): the caller then uses a context for the one call. */
-static ZSTD_CCtx *thread_cctx(void)
+static void *make_cctx(void) { return ZSTD_createCCtx(); }
+static void *make_dctx(void) { return ZSTD_createDCtx(); }
+
+/* This thread's context of a key, or NULL where there is none to keep (no
+ * key, no memory): the caller then uses a context for the one call. */
+static void *thread_ctx(const pthread_key_t *key, void *(*make)(void), void (*drop)(void *))
 {
     pthread_once(&ctx_once, make_ctx_keys);
     if (!ctx_keys_ok)
         return NULL;
-    ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-    if (!c && (c = ZSTD_createCCtx()) != NULL && pthread_setspecific(cctx_key, c) != 0) {
-        ZSTD_freeCCtx(c);
+    void *c = pthread_getspecific(*key);
+    if (!c && (c = make()) != NULL && pthread_setspecific(*key, c) != 0) {
+        drop(c);
         c = NULL;
     }
     return c;
-}
-
-static ZSTD_DCtx *thread_dctx(void)
-{
-    pthread_once(&ctx_once, make_ctx_keys);
-    if (!ctx_keys_ok)
-        return NULL;
-    ZSTD_DCtx *d = pthread_getspecific(dctx_key);
-    if (!d && (d = ZSTD_createDCtx()) != NULL && pthread_setspecific(dctx_key, d) != 0) {
-        ZSTD_freeDCtx(d);
-        d = NULL;
-    }
-    return d;
 }
 
 /* Frames compress and decompress on threads of their own: a linked image
@@ -176,7 +166,7 @@ static tc_pool_step compress_frame(void *ctx, size_t i)
     frame_job *f = ctx;
     size_t n = frame_len(f->len, i);
     /* level 1: records are written on the edit path; objects still shrink 2-4x */
-    ZSTD_CCtx *c = thread_cctx();
+    ZSTD_CCtx *c = thread_ctx(&cctx_key, make_cctx, free_cctx);
     void *to = f->body + frame_slot(i);
     const void *from = f->raw + i * TC_RECORD_FRAME;
     f->size[i] = c ? ZSTD_compressCCtx(c, to, ZSTD_compressBound(n), from, n, 1)
@@ -256,7 +246,7 @@ static tc_pool_step decompress_frame(void *ctx, size_t i)
 {
     unframe_job *f = ctx;
     size_t n = frame_len(f->len, i);
-    ZSTD_DCtx *d = thread_dctx();
+    ZSTD_DCtx *d = thread_ctx(&dctx_key, make_dctx, free_dctx);
     char *to = f->out + i * TC_RECORD_FRAME;
     size_t got = d ? ZSTD_decompressDCtx(d, to, n, f->at[i], f->size[i])
                    : ZSTD_decompress(to, n, f->at[i], f->size[i]);

@@ -45,7 +45,6 @@ import fnmatch
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -169,13 +168,7 @@ class Driver:
 def build_images(args, module, work):
     """{label: image path} for one module, or raises rwlib.BuildError when
     ptxas rejects it; taskcache build failures are returned as strings."""
-    d = tempfile.mkdtemp(prefix=module.label.replace("/", "_") + ".", dir=work)
-    ptx = os.path.join(d, "module.ptx")
-    text = module.text()
-    with open(ptx, "wb") as f:
-        f.write(text)
-    arch = rwlib.arch_of(text)
-    ref = rwlib.driver_text(ptx, d)
+    d, ptx, arch, ref = rwlib.unpack(module, work)
     images = {"whole": os.path.join(d, "whole.cubin")}
     rwlib.whole_build(ref, images["whole"], arch)
     try:

@@ -295,13 +295,7 @@ def empty_result(label):
 
 def check_module(args, module):
     res = empty_result(module.label)
-    work = tempfile.mkdtemp(prefix=module.label.replace("/", "_") + ".", dir=args.work)
-    ptx = os.path.join(work, "module.ptx")
-    text = module.text()
-    with open(ptx, "wb") as f:
-        f.write(text)
-    arch = rwlib.arch_of(text)
-    ref_ptx = rwlib.driver_text(ptx, work)
+    work, ptx, arch, ref_ptx = rwlib.unpack(module, args.work)
     whole = os.path.join(work, "whole.cubin")
     try:
         rwlib.whole_build(ref_ptx, whole, arch)

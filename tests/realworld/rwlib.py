@@ -228,6 +228,18 @@ def driver_text(ptx, work):
     return out
 
 
+def unpack(module, base):
+    """The module written into a new directory under base, for building:
+    (directory, its PTX file, target, the file the references are built
+    from: driver_text)."""
+    work = tempfile.mkdtemp(prefix=module.label.replace("/", "_") + ".", dir=base)
+    ptx = os.path.join(work, "module.ptx")
+    text = module.text()
+    with open(ptx, "wb") as f:
+        f.write(text)
+    return work, ptx, arch_of(text), driver_text(ptx, work)
+
+
 def whole_build(ptx, out, arch):
     """The reference: one whole-module ptxas."""
     p = run([PTXAS, f"-arch={arch}", ptx, "-o", out])
