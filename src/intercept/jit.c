@@ -60,6 +60,8 @@ static double now(void)
 typedef struct jit_opts {
     char why[96];         /* non-empty: the call goes to the driver unchanged, because */
     char arch[16];        /* CU_JIT_TARGET, or "" for the context's device */
+    int cc;               /* a link's: its context's device's compute capability at
+                             cuLinkCreate, or 0 (ask the current context) */
     /* what reaches the compiler: -1 where the option was not given */
     long maxreg, opt_level, lineinfo, cache_mode, split;
     char *info, *error;   /* the caller's log buffers, */
@@ -278,7 +280,8 @@ static int devices_alike(void)
 }
 
 /* The architecture the driver compiles for: CU_JIT_TARGET, else the
- * current context's device; PTX written for that device's
+ * device of the current context (a link's: of the context it was created
+ * in); PTX written for that device's
  * architecture-specific or family target (.target sm_90a) keeps it. */
 static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap)
 {
@@ -287,8 +290,8 @@ static int target_arch(const jit_opts *o, const char *ptx, char *out, size_t cap
         return 0;
     }
     CUdevice dev;
-    int cc;
-    if (context_device(&dev) != 0 || (cc = capability(dev)) < 0)
+    int cc = o->cc;
+    if (cc <= 0 && (context_device(&dev) != 0 || (cc = capability(dev)) < 0))
         return -1;
     snprintf(out, cap, "sm_%d", cc);
     const char *t = strstr(ptx, ".target");
@@ -563,6 +566,12 @@ CUresult tc_jit_link_create(int v, unsigned n, CUjit_option *options, void **val
     s->state = *state;
     opts_init(&s->opts);
     read_options(&s->opts, n, options, values, 0);
+    /* cuLinkCreate needs a current context (CUDA_ERROR_INVALID_CONTEXT):
+     * the link is that context's, and compiles for its device even when
+     * inputs are added while another context is current */
+    CUdevice dev;
+    if (!s->opts.arch[0] && context_device(&dev) == 0 && (s->opts.cc = capability(dev)) < 0)
+        s->opts.cc = 0;
     s->values = values;
     s->passed = s->opts.why[0] != 0 || tc_intercept_measure();
     if (s->opts.why[0])

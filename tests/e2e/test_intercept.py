@@ -188,6 +188,22 @@ def test_link_options_combine_as_in_the_driver(tmp_path, ptx, opts, mapped):
     assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path, *mapped)
 
 
+def test_a_link_compiles_for_the_context_it_was_created_in(tmp_path, ptx):
+    """cuLinkCreate needs a current context, and the link is that
+    context's: an input added while another device's context is current is
+    still compiled for the link's device (sm_90 here, the other one sm_80)."""
+    run = Run(tmp_path)
+    env = {"FAKE_CUDA_CC": "90,80", "JIT_CLIENT_SWITCH_DEVICE": "1"}
+    p = run("proc2", "link", ptx, env=env)
+    assert linked_inputs(p) == [["type=0", "ELF"]], p.fake
+    assert code_of(run.last_cubin()) == object_reference(ptx, tmp_path)
+    # created in the sm_80 device's context: built for sm_80, which PTX
+    # written for sm_90 cannot be, so the driver gets the PTX
+    p = run("proc2", "link", ptx, env={"FAKE_CUDA_CC": "90,80", "FAKE_CUDA_DEVICE": "1",
+                                       "JIT_CLIENT_SWITCH_DEVICE": "0"})
+    assert linked_inputs(p) == [["type=1", "PTX"]], p.fake
+
+
 @pytest.mark.parametrize("action,opts,why", [
     ("link", ["in.target=80"], "JIT option 9 for a link input"),
     ("link", ["in.wall=0"], "JIT option 2 for a link input"),

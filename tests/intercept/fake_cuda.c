@@ -12,7 +12,8 @@
  * containing "FAKE_INVALID" fails like the driver's compiler (error 218,
  * CUDA_ERROR_INVALID_PTX, with a message in the error log). The devices
  * have the compute capabilities $FAKE_CUDA_CC lists (default "90": one
- * device; "90,80": two, the context's first). */
+ * device; "90,80": two); the current context's device is $FAKE_CUDA_DEVICE
+ * (default 0). */
 #define _GNU_SOURCE
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -157,7 +158,8 @@ CUresult cuInit(unsigned flags)
 
 CUresult cuCtxGetDevice(CUdevice *dev)
 {
-    *dev = 0;
+    const char *d = getenv("FAKE_CUDA_DEVICE"); /* the current context's, default 0 */
+    *dev = d ? atoi(d) : 0;
     return CUDA_SUCCESS;
 }
 

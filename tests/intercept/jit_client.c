@@ -370,6 +370,10 @@ int main(int argc, char **argv)
         CUlinkState s;
         if (check(drv.link_create(x.n, x.o, x.v, &s)) != CUDA_SUCCESS)
             return 1;
+        /* JIT_CLIENT_SWITCH_DEVICE=N: another device's context is made
+         * current before the inputs are added (the fake driver's) */
+        if (getenv("JIT_CLIENT_SWITCH_DEVICE"))
+            setenv("FAKE_CUDA_DEVICE", getenv("JIT_CLIENT_SWITCH_DEVICE"), 1);
         for (int i = 3; i < argc && !strchr(argv[i], '='); i++) {
             char *d = read_file(argv[i], &len);
             if (!d)
