@@ -81,10 +81,11 @@ static unsigned uval(void **values, unsigned i) { return (unsigned)(uintptr_t)va
 /* Reads the options of one call into o. As in the driver, a later value of
  * an option replaces an earlier one, and a link input's options are read
  * into the same o after the link's, replacing those they name again
- * (checked against the H200's driver: tests/gpu/jit_options.py). Unknown options, those
- * whose effect taskcache does not reproduce, and those the driver refuses
- * (it then fails the call itself) set o->why. link_input: the options of
- * cuLinkAddData/cuLinkAddFile, which take compiler options only. */
+ * (checked against the H200's driver: tests/gpu/jit_options.py). Unknown
+ * options, those whose effect taskcache does not reproduce, and those the
+ * driver refuses (it then fails the call itself) set o->why. link_input:
+ * the options of cuLinkAddData/cuLinkAddFile, which take compiler options
+ * only. */
 static void read_options(jit_opts *o, unsigned n, const CUjit_option *options, void **values,
                          int link_input)
 {
