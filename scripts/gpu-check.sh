@@ -15,8 +15,8 @@
 #       benchmark module (default and whole-program units) and the corpus
 #       modules
 #   (c) per-kernel GPU time of the benchmark module: whole-module ptxas image
-#       (loaded twice, for the noise band) vs the taskcache images (relocatable
-#       and whole-program units) and the linkable whole-module builds
+#       (loaded twice, for the noise band) vs the taskcache images (the default,
+#       whole-program units, and relocatable units) and the linkable whole-module builds
 #       (ptxas -c + nvlink; the module as one -ewp unit), all timed
 #       interleaved in one process
 #   (d) time to first launch: taskcache warm, cubin load, driver PTX JIT
@@ -73,7 +73,8 @@
 # --prebuilt DIR: do not configure or build; use DIR/taskcache and
 # DIR/tests/gpu/gpu_run as they are (for a machine without cmake or the
 # development headers; ctest is skipped).
-# GPU_CHECK_REALWORLD_ARGS, GPU_CHECK_INTERCEPT_ARGS: more arguments for (g) and (i),
+# GPU_CHECK_REALWORLD_ARGS, GPU_CHECK_ATTRIBUTES_ARGS, GPU_CHECK_INTERCEPT_ARGS: more arguments
+# for (g), (g2) and (i),
 # e.g. "--only triton/single_* --only numba/*" or "--skip quadrants --reps 1".
 # GPU_CHECK_TIMING_EXTRA="LABEL=OPTIONS;...": step (c) also times taskcache images built
 # with those build options (experiments), e.g. "pic=-Xptxas --position-independent-code=true".
@@ -359,12 +360,19 @@ else
     say "(g2) launch attributes: every corpus kernel's driver attributes, whole image against every build mode"
     timeout -k 10 "$(( $(left) > 90 ? $(left) - 30 : 60 ))" python3 tests/gpu/launch_attributes.py \
         --taskcache "$TASKCACHE" --out "$OUT" --jobs "$([ "$JOBS" -gt 8 ] && echo 8 || echo 1)" \
-        > "$WORK/attributes.log" 2>&1
+        ${GPU_CHECK_ATTRIBUTES_ARGS:-} > "$WORK/attributes.log" 2>&1
     arc=$?
     cat "$WORK/attributes.log" >> "$LOG"
     tail_log "$WORK/attributes.log" 20
     case $arc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
-    row "(g2) launch attributes" "$res" "$(grep '^launch_attributes:' "$WORK/attributes.log" | tail -n 1)" 1
+    aline=$(grep '^launch_attributes:' "$WORK/attributes.log" | tail -n 1)
+    if [ -z "$aline" ]; then
+        # Stopped before its summary (the time budget): say how far it got.
+        aline=$(awk '/^[^ ]+: [0-9]+ kernels, [0-9]+ difference/ { m++; k += $2; d += $4 }
+                     END { printf "stopped by the time budget after %d module(s), %d kernel(s), %d difference(s) so far", m, k, d }' \
+                "$WORK/attributes.log")
+    fi
+    row "(g2) launch attributes" "$res" "$aline" 1
 fi
 
 # ---- (b) SASS comparison ------------------------------------------------------------------

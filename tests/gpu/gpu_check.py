@@ -518,9 +518,9 @@ def cmd_sass(args):
         doc["skipped"] = "tests/gpu/sass_compare.py does not exist"
         write_json(args.json, doc)
         return 0
-    # the benchmark twice: relocatable units and whole-program units (the default)
-    mods = [("bench250", args.bench, ["--relocatable-units"]),
-            ("bench250-ewp", args.bench, ["--whole-program-units"])]
+    # the benchmark twice: the default (whole-program units) and relocatable units
+    mods = [("bench250", args.bench, []),
+            ("bench250-reloc", args.bench, ["--relocatable-units"])]
     mods += [(os.path.basename(p)[:-4], p, []) for p in args.ptx]
     d = os.path.join(args.work, "sass")
     os.makedirs(d, exist_ok=True)
@@ -617,11 +617,12 @@ def cmd_timing(args):
     seed = random.SystemRandom().randrange(1, 2 ** 62)
     log(f"(c) per-kernel time: seed {seed}, {args.reps} timed batches of 10 launches per kernel "
         f"and module, interleaved (CUDA_MODULE_LOADING=EAGER)")
-    # the taskcache image (relocatable units; the whole-program one follows)
-    # is built (cold) before anything is timed
+    # taskcache's default image (whole-program units where libnvJitLink is
+    # found) is built cold before anything is timed, into the cache (d) reads
+    # warm; the relocatable-units image follows
     r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", args.cache, "--arch",
-             args.arch, "--relocatable-units", "--build-only", "--out", os.path.join(d, "build.result"), "--write-image",
-             os.path.join(d, "taskcache.cubin")], env=env, timeout=300)
+             args.arch, "--build-only", "--out", os.path.join(d, "build.result"), "--write-image",
+             os.path.join(d, "default.cubin")], env=env, timeout=300)
     b = read_result(os.path.join(d, "build.result"))
     detail(f"--- (c) taskcache build: exit {r['rc']}\n{r['stderr']}")
     if r["rc"] != 0:
@@ -634,15 +635,14 @@ def cmd_timing(args):
         doc["dry_run"] = True
         write_json(args.json, doc)
         return 0
-    ewp_cache = args.cache + "-ewp"
-    r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", ewp_cache,
-             "--whole-program-units", "--arch", args.arch, "--build-only", "--out",
-             os.path.join(d, "build-ewp.result"), "--write-image", os.path.join(d, "ewp.cubin")],
+    r = run([args.gpu_run, "--spec", "auto", "--ptx", args.ptx, "--cache", args.cache + "-reloc",
+             "--relocatable-units", "--arch", args.arch, "--build-only", "--out",
+             os.path.join(d, "build-reloc.result"), "--write-image", os.path.join(d, "reloc.cubin")],
             env=env, timeout=300)
-    detail(f"--- (c) taskcache build, whole-program units: exit {r['rc']}\n{r['stderr']}")
-    tc_img, ewp_img = os.path.join(d, "taskcache.cubin"), os.path.join(d, "ewp.cubin")
+    detail(f"--- (c) taskcache build, relocatable units: exit {r['rc']}\n{r['stderr']}")
+    default_img, reloc_img = os.path.join(d, "default.cubin"), os.path.join(d, "reloc.cubin")
     if r["rc"] != 0:
-        return timing_failed(args, doc, "whole-program-units build failed: "
+        return timing_failed(args, doc, "relocatable-units build failed: "
                              + last_lines(r["stderr"]))
     # The whole-module builds that link like taskcache's images do, for a
     # like-for-like comparison: the module through ptxas -c + nvlink in one
@@ -670,10 +670,10 @@ def cmd_timing(args):
             return timing_failed(args, doc, f"build {label} failed: " + last_lines(r["stderr"]))
         (refs if label == "whole-ewp" else extra).append((label, img))
     # One process, all modules, timed batch by batch in rotating order: the
-    # whole-module image, taskcache's, taskcache's with whole-program units,
-    # the two linkable whole-module builds, the experiments, and the
+    # whole-module image, taskcache's default, taskcache's with relocatable
+    # units, the two linkable whole-module builds, the experiments, and the
     # whole-module image loaded a second time (the noise control).
-    series = ["whole1", "taskcache", "taskcache-ewp", *[l for l, _ in refs + extra], "whole2"]
+    series = ["whole1", "default", "reloc", *[l for l, _ in refs + extra], "whole2"]
     if time_left(args) < 60:
         doc["incomplete"] = True
         doc["error"] = "time budget exhausted before the timing run"
@@ -681,8 +681,8 @@ def cmd_timing(args):
         write_json(args.json, doc)
         return 0
     out = os.path.join(d, "interleaved.result")
-    r = run([args.gpu_run, "--spec", "auto", "--image", args.whole, "--compare", tc_img,
-             "--compare", ewp_img, *[x for _, i in refs + extra for x in ("--compare", i)],
+    r = run([args.gpu_run, "--spec", "auto", "--image", args.whole, "--compare", default_img,
+             "--compare", reloc_img, *[x for _, i in refs + extra for x in ("--compare", i)],
              "--compare", args.whole, "--arch", args.arch, "--seed",
              str(seed), "--time", str(args.reps), "--out", out],
             os.path.join(d, "interleaved.stdout"), os.path.join(d, "interleaved.stderr"),
@@ -697,35 +697,35 @@ def cmd_timing(args):
         times[name] = res.get("times_cmp", {}).get(j, {})
     log(f"(c) {len(res['times'])} kernels x {len(series)} modules timed interleaved in "
         f"{r['seconds']:.1f} s")
-    ks = sorted(set(times["whole1"]) & set(times["whole2"]) & set(times["taskcache"]))
-    if len(ks) != len(times["whole1"]) or len(ks) != len(times["taskcache"]):
+    ks = sorted(set(times["whole1"]) & set(times["whole2"]) & set(times["default"]))
+    if len(ks) != len(times["whole1"]) or len(ks) != len(times["default"]):
         doc["ok"] = False
         doc["error"] = (f"kernel sets differ: whole {len(times['whole1'])}, taskcache "
-                        f"{len(times['taskcache'])}")
-    classes, classes_ewp = {}, {}
+                        f"{len(times['default'])}")
+    classes, classes_reloc = {}, {}
     if args.sass_json and os.path.exists(args.sass_json):
         try:
             with open(args.sass_json) as f:
                 for row in json.load(f).get("rows", []):
                     if row.get("module") == "bench250":
                         classes = row.get("kernel_classes", {})
-                    if row.get("module") == "bench250-ewp":
-                        classes_ewp = row.get("kernel_classes", {})
+                    if row.get("module") == "bench250-reloc":
+                        classes_reloc = row.get("kernel_classes", {})
         except (OSError, ValueError):
             pass
     per = []
     for k in ks:
-        w1, w2, tc = times["whole1"][k][0], times["whole2"][k][0], times["taskcache"][k][0]
-        ew = times.get("taskcache-ewp", {}).get(k, [None])[0]
+        w1, w2, tc = times["whole1"][k][0], times["whole2"][k][0], times["default"][k][0]
+        rl = times.get("reloc", {}).get(k, [None])[0]
         wc = times.get("whole-c", {}).get(k, [None])[0]
         we = times.get("whole-ewp", {}).get(k, [None])[0]
         per.append({"kernel": k, "whole1_us": w1, "whole2_us": w2, "taskcache_us": tc,
                     "whole_c_us": wc, "whole_ewp_us": we,
                     "ratio": tc / w1 if w1 > 0 else None, "noise": w2 / w1 if w1 > 0 else None,
-                    "ewp_us": ew, "ewp_ratio": ew / w1 if ew and w1 > 0 else None,
+                    "reloc_us": rl, "reloc_ratio": rl / w1 if rl and w1 > 0 else None,
                     "min_whole1_us": times["whole1"][k][1], "min_taskcache_us":
-                        times["taskcache"][k][1], "sass": classes.get(k),
-                    "sass_ewp": classes_ewp.get(k)})
+                        times["default"][k][1], "sass": classes.get(k),
+                    "sass_reloc": classes_reloc.get(k)})
     ratios = [p["ratio"] for p in per if p["ratio"]]
     noise = [p["noise"] for p in per if p["noise"]]
     if not ratios or not noise:
@@ -746,9 +746,10 @@ def cmd_timing(args):
                 "above_band": len(up), "worst": [{"kernel": k, "ratio": x} for k, x in up[:8]]}
 
     # each taskcache image against the plain whole-module build and against
-    # the whole-module build that is compiled the same way (linkable)
-    pairs = [("taskcache", "whole-c"), ("taskcache-ewp", "whole1"),
-             ("taskcache-ewp", "whole-ewp"), ("whole-c", "whole1"), ("whole-ewp", "whole1")]
+    # the whole-module build that is compiled the same way (linkable); the
+    # default against the plain build is the headline, above
+    pairs = [("default", "whole-ewp"), ("reloc", "whole1"), ("reloc", "whole-c"),
+             ("whole-c", "whole1"), ("whole-ewp", "whole1")]
     pairs += [(label, "whole1") for label, _ in extra]
     doc["vs"] = {}
     for num, den in pairs:
@@ -783,31 +784,32 @@ def cmd_timing(args):
         f.write(f"per-kernel GPU time per launch (median of {args.reps} batches of 10 "
                 f"back-to-back launches, us), CUDA events, {len(series)} modules interleaved in "
                 f"one process\n"
-                f"whole = whole-module ptxas image (timed twice: w2/w1 is the noise), tc = "
-                f"taskcache, ewp = taskcache --whole-program-units, whole-c = whole-module "
-                f"ptxas -c + nvlink, whole-ewp = the whole module as one -ewp unit\n")
-        f.write(f"median tc/whole {med:.4f}; noise whole2/whole1: median "
+                f"whole = whole-module ptxas image (timed twice: w2/w1 is the noise), default = "
+                f"taskcache's default (whole-program units), reloc = taskcache "
+                f"--relocatable-units, whole-c = whole-module ptxas -c + nvlink, whole-ewp = the "
+                f"whole module as one -ewp unit\n")
+        f.write(f"median default/whole {med:.4f}; noise whole2/whole1: median "
                 f"{doc['noise_median']:.4f}, 5th-95th percentile [{lo:.4f}, {hi:.4f}]\n")
         for name, c in doc["vs"].items():
             f.write(f"median {name} {c['median_ratio']:.4f}, {c['above_band']} kernels above "
                     f"the band\n")
-        f.write("sass: A vs B class of each taskcache image (default / whole-program units)\n")
+        f.write("sass: A vs B class of each taskcache image (default / relocatable units)\n")
 
         def us(x):
             return f"{x:9.2f}" if x else f"{'-':>9}"
 
         def rt(a, b):
             return f"{a / b:8.4f}" if a and b else f"{'-':>8}"
-        f.write(f"{'kernel':<40} {'whole1':>9} {'whole2':>9} {'tc':>9} {'ewp':>9} "
-                f"{'whole-c':>9} {'whole-ewp':>9} {'tc/whole':>8} {'tc/wh-c':>8} "
-                f"{'ewp/wh':>8} {'ewp/wh-e':>8} {'w2/w1':>7}  sass\n")
+        f.write(f"{'kernel':<40} {'whole1':>9} {'whole2':>9} {'default':>9} {'reloc':>9} "
+                f"{'whole-c':>9} {'whole-ewp':>9} {'def/wh':>8} {'def/wh-e':>8} "
+                f"{'rel/wh':>8} {'rel/wh-c':>8} {'w2/w1':>7}  sass\n")
         for p in sorted(per, key=lambda p: -(p["ratio"] or 0)):
             f.write(f"{p['kernel']:<40} {us(p['whole1_us'])} {us(p['whole2_us'])} "
-                    f"{us(p['taskcache_us'])} {us(p['ewp_us'])} {us(p['whole_c_us'])} "
+                    f"{us(p['taskcache_us'])} {us(p['reloc_us'])} {us(p['whole_c_us'])} "
                     f"{us(p['whole_ewp_us'])} {rt(p['taskcache_us'], p['whole1_us'])} "
-                    f"{rt(p['taskcache_us'], p['whole_c_us'])} "
-                    f"{rt(p['ewp_us'], p['whole1_us'])} {rt(p['ewp_us'], p['whole_ewp_us'])} "
-                    f"{p['noise']:7.4f}  {p['sass'] or '-'} / {p['sass_ewp'] or '-'}\n")
+                    f"{rt(p['taskcache_us'], p['whole_ewp_us'])} "
+                    f"{rt(p['reloc_us'], p['whole1_us'])} {rt(p['reloc_us'], p['whole_c_us'])} "
+                    f"{p['noise']:7.4f}  {p['sass'] or '-'} / {p['sass_reloc'] or '-'}\n")
     log(f"(c) {len(per)} kernels: median taskcache/whole = {med:.4f} (target <= 1.00: {verdict}); "
         f"noise band whole2/whole1 [{lo:.4f}, {hi:.4f}] (median {doc['noise_median']:.4f}); "
         f"{len(above)} kernels above the band (the noise run itself: {noise_above})")
@@ -1059,9 +1061,9 @@ def cmd_summary(args):
                      f"{tim['above_band']} kernels above it (noise run: {tim['noise_above_band']})"
                      + (f"; worst: {worst}" if worst else "")))
         vs = tim.get("vs") or {}
-        names = {"taskcache/whole-c": "(c) taskcache / whole-module -c+nvlink",
-                 "taskcache-ewp/whole1": "(c) whole-program units / whole",
-                 "taskcache-ewp/whole-ewp": "(c) whole-program units / whole -ewp",
+        names = {"default/whole-ewp": "(c) taskcache / whole module as one -ewp unit",
+                 "reloc/whole1": "(c) relocatable units / whole",
+                 "reloc/whole-c": "(c) relocatable units / whole-module -c+nvlink",
                  "whole-c/whole1": "(c) whole-module -c+nvlink / whole",
                  "whole-ewp/whole1": "(c) whole module as one -ewp unit / whole"}
         for key, title in names.items():
