@@ -22,7 +22,7 @@
 #   (d) time to first launch: taskcache warm, cubin load, driver PTX JIT
 #       cold and warm
 #   (e) build times: bench/run.py --runs 5 --jobs 16, once per compile backend
-#       and once with whole-program units
+#       (default units: whole-program) and once with relocatable units
 #   (f) tests/gpu/python_gpu_demo.py, when it exists (informational)
 #   (g) the real-world corpus (tests/realworld: nvcc, clang, NVRTC, numba,
 #       Triton, Quadrants and XLA PTX) run with generic arguments under the
@@ -475,7 +475,7 @@ else
     else
         timeout -k 10 400 $PY bench-build "${COMMON[@]}" --json "$WORK/bench-build.json" \
             --deadline "$(step_deadline 380)" --taskcache "$TASKCACHE" --runs 5 --jobs 16 \
-            --backends "${BACKENDS[@]}" "${BACKENDS[0]}-ewp" \
+            --backends "${BACKENDS[@]}" "${BACKENDS[0]}-reloc" \
             --report "$WORK/bench-build.txt" || say "(e) the build-time step exited with status $?"
     fi
 fi

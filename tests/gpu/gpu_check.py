@@ -905,13 +905,14 @@ def cmd_bench_build(args):
                 log(f"(e) bench/run.py with TASKCACHE_COMPILER={backend}: SKIPPED (time budget)")
                 continue
             js = os.path.join(args.work, f"bench-{backend}.json")
-            # "X-ewp": compiler X with --whole-program-units
-            compiler, ewp = backend.removesuffix("-ewp"), backend.endswith("-ewp")
+            # "X-reloc": compiler X with --relocatable-units (the default is
+            # whole-program units where libnvJitLink is found)
+            compiler, reloc = backend.removesuffix("-reloc"), backend.endswith("-reloc")
             cmd = [sys.executable, os.path.join(ROOT, "bench", "run.py"), "--runs", str(args.runs),
                    "--jobs", str(args.jobs), "--taskcache", args.taskcache, "--json", js,
-                   *(["--taskcache-arg=--whole-program-units"] if ewp else []), *args.bench_args]
+                   *(["--taskcache-arg=--relocatable-units"] if reloc else []), *args.bench_args]
             log(f"(e) bench/run.py --runs {args.runs} --jobs {args.jobs} with "
-                f"TASKCACHE_COMPILER={compiler}{' --whole-program-units' if ewp else ''} ...")
+                f"TASKCACHE_COMPILER={compiler}{' --relocatable-units' if reloc else ''} ...")
             r = run(cmd, env={"TASKCACHE_COMPILER": compiler},
                     timeout=max(60, min(400, time_left(args) - 20)))
             rep.write(f"===== {backend}: {' '.join(cmd)} (exit {r['rc']}, "
