@@ -12,8 +12,8 @@
 #       global after every launch and the device printf output must be
 #       identical (tests/gpu/specs/*.spec say what runs)
 #   (b) SASS comparison (tests/gpu/sass_compare.py) of the 250-kernel
-#       benchmark module (default and whole-program units) and the corpus
-#       modules
+#       benchmark module (the default, whole-program units, and relocatable
+#       units) and the corpus modules
 #   (c) per-kernel GPU time of the benchmark module: whole-module ptxas image
 #       (loaded twice, for the noise band) vs the taskcache images (the default,
 #       whole-program units, and relocatable units) and the linkable whole-module builds
