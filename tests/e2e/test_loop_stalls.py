@@ -83,15 +83,20 @@ def test_loops_are_backward_branches_of_the_kernel_only():
     assert ls.kernel_listing(LISTING, "missing") is None
 
 
-def test_a_real_image_has_stall_counts(tmp_path):
-    if not PTXAS:
-        pytest.skip("no ptxas")
+def loop_image(tmp_path):
+    """LOOP_PTX compiled by ptxas: the image's path."""
     ptx, cubin = tmp_path / "k.ptx", tmp_path / "k.cubin"
     ptx.write_text(LOOP_PTX)
     run([PTXAS, f"-arch={ARCH}", ptx, "-o", cubin])
-    elf = ls.Elf(str(cubin))
-    sec = elf.by_name[".text.sum_to"]
-    stalls = ls.stall_counts(elf.section_bytes(sec["index"], 0, sec["size"]))
+    return cubin
+
+
+def test_a_real_image_has_stall_counts(tmp_path):
+    if not PTXAS:
+        pytest.skip("no ptxas")
+    cubin = loop_image(tmp_path)
+    stalls = ls.kernel_stalls(str(cubin), "sum_to")
+    sec = ls.Elf(str(cubin)).by_name[".text.sum_to"]
     assert len(stalls) == sec["size"] // 16
     # every instruction that issues waits at least a cycle; padding NOPs may not
     assert sum(1 for s in stalls if s) >= len(stalls) // 2
@@ -102,18 +107,14 @@ def test_loop_stalls_end_to_end(tmp_path):
     if not nvd or not PTXAS:
         pytest.skip("nvdisasm not found ($NVDISASM, $CUDA_HOME/bin, /usr/local/cuda/bin, "
                     "PATH): the loops cannot be found here")
-    ptx, cubin = tmp_path / "k.ptx", tmp_path / "k.cubin"
-    ptx.write_text(LOOP_PTX)
-    run([PTXAS, f"-arch={ARCH}", ptx, "-o", cubin])
+    cubin = loop_image(tmp_path)
     p = run([sys.executable, TOOL, "--kernel", "sum_to", "--nvdisasm", nvd, f"one={cubin}"])
     lines = p.stdout.splitlines()
     assert lines[0].startswith("one: ")
     loop_lines = [line for line in lines if line.startswith("  loop ")]
     assert loop_lines, p.stdout
     # the loop's stall sum is the sum over its addresses in the image
-    elf = ls.Elf(str(cubin))
-    sec = elf.by_name[".text.sum_to"]
-    stalls = ls.stall_counts(elf.section_bytes(sec["index"], 0, sec["size"]))
+    stalls = ls.kernel_stalls(str(cubin), "sum_to")
     for line in loop_lines:
         first, last = (int(x, 16) for x in line.split()[1].rstrip(":").split("-"))
         n = int(line.split()[2])

@@ -27,11 +27,10 @@ one."""
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sass_compare import Elf, ToolError, find_tool  # noqa: E402
+from sass_compare import Elf, ToolError, find_tool, run_cmd  # noqa: E402
 
 INSTR_BYTES = 16
 STALL_SHIFT = 105  # bits 105-108 of the instruction word
@@ -81,16 +80,19 @@ def loops(lines):
     return out
 
 
-def report(label, path, kernel, nvdisasm):
-    """Lines describing the kernel's loops in one image."""
+def kernel_stalls(path, kernel):
+    """The stall count of every instruction of the kernel in the image."""
     elf = Elf(path)
     sec = elf.by_name.get(f".text.{kernel}")
     if sec is None:
         raise ToolError(f"{path}: no section .text.{kernel}")
-    stalls = stall_counts(elf.section_bytes(sec["index"], 0, sec["size"]))
-    p = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise ToolError(f"nvdisasm {path}: {p.stderr.strip()[-300:]}")
+    return stall_counts(elf.section_bytes(sec["index"], 0, sec["size"]))
+
+
+def report(label, path, kernel, nvdisasm):
+    """Lines describing the kernel's loops in one image."""
+    stalls = kernel_stalls(path, kernel)
+    p, _ = run_cmd([nvdisasm, "-c", path], "nvdisasm")
     lines = kernel_listing(p.stdout, kernel)
     if lines is None:
         raise ToolError(f"{path}: nvdisasm shows no .text.{kernel}")
