@@ -522,8 +522,9 @@ typedef struct tc_report {
     uint32_t unit_hits;      /* units served from the cache */
     uint32_t units_compiled; /* units compiled by this build */
     double seconds;          /* wall time of the whole call */
-    double seconds_compile;  /* wall time spent compiling */
-    double seconds_link;
+    double seconds_compile;  /* wall time of compiling the units the cache lacks, while
+                                the cached ones are read and the link takes them in */
+    double seconds_link;     /* wall time of finishing the link */
     int in_process;          /* compiled with the in-process compiler */
     uint32_t codegen_calls;  /* tasks: times the host's codegen ran */
     int group_hit;           /* tasks: served from a group manifest */

@@ -185,6 +185,14 @@ void tc_linker_prewarm(const tc_linker *l, const char *arch)
     pthread_mutex_unlock(&warm.lock);
 }
 
+int tc_linker_prewarm_running(void)
+{
+    pthread_mutex_lock(&warm.lock);
+    int running = warm.state == 1;
+    pthread_mutex_unlock(&warm.lock);
+    return running;
+}
+
 void tc_linker_prewarm_wait(void)
 {
     watch_forks();
@@ -214,48 +222,6 @@ static nvjl_handle take_prewarmed(const char *path, const char *archopt)
     }
     pthread_mutex_unlock(&warm.lock);
     return h;
-}
-
-static int link_nvjitlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
-                          tc_sb *image, tc_sb *log)
-{
-    tc_linker_prewarm_wait(); /* one first use at a time */
-    if (load_nvjitlink(l->path, log) != 0)
-        return -1;
-    char archopt[64];
-    snprintf(archopt, sizeof archopt, "-arch=%s", arch);
-    const char *opts[] = {archopt};
-    nvjl_handle h = take_prewarmed(l->path, archopt);
-    int rc = h ? NVJL_SUCCESS : jl.create(&h, 1, opts);
-    if (rc != NVJL_SUCCESS) {
-        tc_sb_printf(log, "nvJitLinkCreate failed (%d) for %s\n", rc, arch);
-        return -1;
-    }
-    char name[32];
-    for (size_t i = 0; i < n && rc == NVJL_SUCCESS; i++) {
-        snprintf(name, sizeof name, "unit%zu.o", i);
-        rc = jl.add_data(h, NVJL_INPUT_CUBIN, objs[i].p, objs[i].n, name);
-    }
-    if (rc == NVJL_SUCCESS)
-        rc = jl.complete(h);
-    size_t size = 0;
-    if (rc == NVJL_SUCCESS)
-        rc = jl.cubin_size(h, &size);
-    if (rc == NVJL_SUCCESS && tc_sb_reserve(image, size) == 0) {
-        rc = jl.cubin(h, image->data + image->len);
-        if (rc == NVJL_SUCCESS)
-            image->len += size;
-    }
-    if (rc != NVJL_SUCCESS) {
-        size_t ls = 0;
-        if (jl.error_log_size(h, &ls) == NVJL_SUCCESS && ls > 1 && tc_sb_reserve(log, ls) == 0 &&
-            jl.error_log(h, log->data + log->len) == NVJL_SUCCESS)
-            log->len += strnlen(log->data + log->len, ls);
-        else
-            tc_sb_printf(log, "nvJitLink failed with code %d\n", rc);
-    }
-    jl.destroy(&h);
-    return rc == NVJL_SUCCESS ? 0 : -1;
 }
 
 static int link_nvlink(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
@@ -369,6 +335,11 @@ done:
 
 /* ---- checking the objects ---------------------------------------------------- */
 
+/* No global symbol may be defined by two objects. The linkers disagree on
+ * this: nvlink fails, while libnvJitLink 13 prints "Multiple definition"
+ * on standard error, returns success and keeps one of them, so a task
+ * calling its own helper would call another task's. Each object's
+ * definitions are checked as it is added. */
 enum { STB_GLOBAL_ = 1, SHN_LORESERVE_ = 0xff00 };
 
 typedef struct {
@@ -395,34 +366,157 @@ static int add_definition(void *ctx, const tc_elf_sym *y)
     return tc_map_put(&d->seen, y->name, y->len, (uint32_t)d->object + 1) < 0;
 }
 
-/* No global symbol is defined by two objects. The linkers disagree on
- * this: nvlink fails, while libnvJitLink 13 prints "Multiple definition"
- * on standard error, returns success and keeps one of them, so a task
- * calling its own helper would call another task's. */
-static int check_definitions(const tc_blob *objs, size_t n, tc_sb *log)
+/* ---- a link ------------------------------------------------------------------ */
+
+struct tc_link_job {
+    const tc_linker *l;
+    char archopt[64];
+    const char *scratch;
+    tc_blob *objs; /* every object added, for nvlink and the checks */
+    size_t n, cap;
+    definitions defs;
+    nvjl_handle h;   /* nvJitLink's, from the first add on */
+    int failed;      /* nothing more goes to the linker; the reason is in log */
+    tc_sb log;
+};
+
+tc_link_job *tc_link_start(const tc_linker *l, const char *arch, const char *scratch)
 {
-    definitions d = {.log = log};
-    int rc = 0;
-    for (d.object = 0; d.object < n && rc == 0; d.object++)
-        if (tc_elf_symbols((const unsigned char *)objs[d.object].p, objs[d.object].n,
-                           add_definition, &d) != 0) {
-            tc_sb_printf(log, "object %zu is not a readable ELF file\n", d.object);
-            rc = -1;
+    tc_link_job *lj = calloc(1, sizeof *lj);
+    if (!lj)
+        return NULL;
+    lj->l = l;
+    snprintf(lj->archopt, sizeof lj->archopt, "-arch=%s", arch);
+    lj->scratch = scratch;
+    lj->defs.log = &lj->log;
+    return lj;
+}
+
+/* nvJitLink's handle for the link: the prewarm's, or a new one (which is
+ * the library's first use when nothing prewarmed it). */
+static int open_nvjitlink(tc_link_job *lj)
+{
+    tc_linker_prewarm_wait(); /* one first use at a time */
+    if (load_nvjitlink(lj->l->path, &lj->log) != 0)
+        return -1;
+    const char *opts[] = {lj->archopt};
+    lj->h = take_prewarmed(lj->l->path, lj->archopt);
+    int rc = lj->h ? NVJL_SUCCESS : jl.create(&lj->h, 1, opts);
+    if (rc != NVJL_SUCCESS) {
+        lj->h = NULL;
+        tc_sb_printf(&lj->log, "nvJitLinkCreate failed (%d) for %s\n", rc, lj->archopt + 6);
+        return -1;
+    }
+    return 0;
+}
+
+/* nvJitLink's error log, else its error code, into lj->log. */
+static void nvjitlink_failed(tc_link_job *lj, int rc)
+{
+    size_t ls = 0;
+    tc_sb *log = &lj->log;
+    if (jl.error_log_size(lj->h, &ls) == NVJL_SUCCESS && ls > 1 && tc_sb_reserve(log, ls) == 0 &&
+        jl.error_log(lj->h, log->data + log->len) == NVJL_SUCCESS)
+        log->len += strnlen(log->data + log->len, ls);
+    else
+        tc_sb_printf(log, "nvJitLink failed with code %d\n", rc);
+    lj->failed = 1;
+}
+
+int tc_link_add(tc_link_job *lj, const void *p, size_t n)
+{
+    if (lj->n == lj->cap) {
+        size_t cap = lj->cap ? 2 * lj->cap : 64;
+        tc_blob *objs = realloc(lj->objs, cap * sizeof *objs);
+        if (!objs) {
+            tc_sb_printf(&lj->log, "out of memory\n");
+            lj->failed = 1;
+            return -1;
         }
-    if (d.clashes > 3)
-        tc_sb_printf(log, "... %d multiple definitions in all\n", d.clashes);
-    tc_map_free(&d.seen);
-    return rc || d.clashes ? -1 : 0;
+        lj->objs = objs;
+        lj->cap = cap;
+    }
+    size_t i = lj->n++;
+    lj->objs[i] = (tc_blob){p, n};
+    /* the definitions of every object are checked, to count the clashes */
+    lj->defs.object = i;
+    if (tc_elf_symbols(p, n, add_definition, &lj->defs) != 0) {
+        tc_sb_printf(&lj->log, "object %zu is not a readable ELF file\n", i);
+        lj->failed = 1;
+    }
+    lj->failed |= lj->defs.clashes != 0;
+    if (lj->failed || lj->l->kind != TC_LINKER_NVJITLINK)
+        return lj->failed ? -1 : 0;
+    if (!lj->h && open_nvjitlink(lj) != 0) {
+        lj->failed = 1;
+        return -1;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "unit%zu.o", i);
+    int rc = jl.add_data(lj->h, NVJL_INPUT_CUBIN, p, n, name);
+    if (rc != NVJL_SUCCESS)
+        nvjitlink_failed(lj, rc);
+    return lj->failed ? -1 : 0;
+}
+
+static int finish_nvjitlink(tc_link_job *lj, tc_sb *image)
+{
+    if (!lj->h && open_nvjitlink(lj) != 0)
+        return -1;
+    size_t size = 0;
+    int rc = jl.complete(lj->h);
+    if (rc == NVJL_SUCCESS)
+        rc = jl.cubin_size(lj->h, &size);
+    if (rc == NVJL_SUCCESS && tc_sb_reserve(image, size) == 0) {
+        rc = jl.cubin(lj->h, image->data + image->len);
+        if (rc == NVJL_SUCCESS)
+            image->len += size;
+    }
+    if (rc != NVJL_SUCCESS)
+        nvjitlink_failed(lj, rc);
+    return rc == NVJL_SUCCESS ? 0 : -1;
+}
+
+void tc_link_abandon(tc_link_job *lj)
+{
+    if (!lj)
+        return;
+    if (lj->h)
+        jl.destroy(&lj->h);
+    tc_map_free(&lj->defs.seen);
+    tc_sb_free(&lj->log);
+    free(lj->objs);
+    free(lj);
+}
+
+int tc_link_finish(tc_link_job *lj, tc_sb *image, tc_sb *log)
+{
+    int rc = -1;
+    if (lj->defs.clashes > 3)
+        tc_sb_printf(&lj->log, "... %d multiple definitions in all\n", lj->defs.clashes);
+    if (!lj->failed)
+        rc = lj->l->kind == TC_LINKER_NVJITLINK
+                 ? finish_nvjitlink(lj, image)
+                 : link_nvlink(lj->l, lj->archopt + 6, lj->objs, lj->n, lj->scratch, image,
+                               &lj->log);
+    if (rc == 0)
+        rc = check_image(image, lj->objs, lj->n, &lj->log);
+    tc_sb_append(log, lj->log.data, lj->log.len);
+    tc_link_abandon(lj);
+    return rc;
 }
 
 int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
             const char *scratch, tc_sb *image, tc_sb *log)
 {
-    if (check_definitions(objs, n, log) != 0)
+    tc_link_job *lj = tc_link_start(l, arch, scratch);
+    if (!lj) {
+        tc_sb_printf(log, "out of memory\n");
         return -1;
-    int rc = l->kind == TC_LINKER_NVJITLINK ? link_nvjitlink(l, arch, objs, n, image, log)
-                                            : link_nvlink(l, arch, objs, n, scratch, image, log);
-    return rc == 0 ? check_image(image, objs, n, log) : rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        tc_link_add(lj, objs[i].p, objs[i].n); /* a failure shows at the finish */
+    return tc_link_finish(lj, image, log);
 }
 
 /* ---- choosing a linker --------------------------------------------------- */

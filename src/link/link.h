@@ -41,10 +41,29 @@ void tc_linker_prewarm(const tc_linker *l, const char *arch);
 /* Returns once no prewarm is running (a build that started one calls it
  * before it returns, so no thread is inside the library at exit). */
 void tc_linker_prewarm_wait(void);
-/* Links objs[0..n) for arch into *image. Returns 0, or -1 with the
- * linker's messages in *log. scratch: a private directory for nvlink's
- * files. Thread-safe. */
+/* A link, fed one object at a time in link order: a build adds each
+ * unit's object as soon as it and every unit before it are ready, so the
+ * adding overlaps the compiles and reads still running. tc_link_start
+ * loads nothing (NULL: out of memory); the first tc_link_add waits for a
+ * prewarm and makes nvJitLink's handle. tc_link_add keeps p, which must
+ * stay valid until the finish; it returns -1 once the link has failed
+ * (two objects defining one symbol, an unreadable object, a linker error),
+ * after which it only checks, and tc_link_finish says why. One thread at a
+ * time per link. */
+typedef struct tc_link_job tc_link_job;
+tc_link_job *tc_link_start(const tc_linker *l, const char *arch, const char *scratch);
+int tc_link_add(tc_link_job *lj, const void *p, size_t n);
+/* Links what was added into *image and frees lj. 0, or -1 with the
+ * linker's messages in *log. scratch (tc_link_start): a private directory
+ * for nvlink's files. */
+int tc_link_finish(tc_link_job *lj, tc_sb *image, tc_sb *log);
+/* Frees a link that will not be finished (NULL: nothing). */
+void tc_link_abandon(tc_link_job *lj);
+/* Links objs[0..n) at once (start, add each, finish). Thread-safe. */
 int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
             const char *scratch, tc_sb *image, tc_sb *log);
+/* Nonzero while a prewarm is loading the library: a thread that has other
+ * work need not start a link (which would wait for it) yet. */
+int tc_linker_prewarm_running(void);
 
 #endif

@@ -499,6 +499,7 @@ static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, s
     tc_ptx_job j;
     memset(&j, 0, sizeof j);
     pthread_mutex_init(&j.emit_lock, NULL);
+    pthread_mutex_init(&j.link_lock, NULL);
     j.s = &s;
     j.src = ptx ? ptx : "";
     j.input_len = size;
@@ -512,6 +513,7 @@ static tc_status run(tc_cache *cache, const tc_options *opts, const void *ptx, s
         tc_ptx_module_free(&j.m);
     tc_sb_free(&j.warnings);
     pthread_mutex_destroy(&j.emit_lock);
+    pthread_mutex_destroy(&j.link_lock);
     *out = tc_session_finish(&s, st);
     return st;
 }

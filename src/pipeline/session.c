@@ -361,21 +361,20 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
     return rc;
 }
 
-tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n)
+tc_link_job *tc_session_link_start(tc_session *s)
 {
-    if (!s->linker.kind)
+    return tc_link_start(&s->linker, s->o->arch, s->scratch);
+}
+
+tc_status tc_session_link_finish(tc_session *s, tc_link_job *lj)
+{
+    if (!s->linker.kind) {
+        tc_link_abandon(lj);
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "%s", s->linker_error);
-    tc_blob *objs = malloc((n ? n : 1) * sizeof *objs);
-    if (!objs)
-        return TC_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-        objs[i].p = unit(ctx, i)->object.data;
-        objs[i].n = unit(ctx, i)->object.len;
     }
     tc_sb image = TC_SB_INIT, log = TC_SB_INIT;
     double t = tc_now();
-    int rc = tc_link(&s->linker, s->o->arch, objs, n, s->scratch, &image, &log);
-    free(objs);
+    int rc = tc_link_finish(lj, &image, &log);
     s->r->report.seconds_link = tc_now() - t;
     tc_status st = TC_OK;
     if (rc != 0) {
@@ -396,6 +395,16 @@ tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n
     tc_sb_free(&image);
     tc_sb_free(&log);
     return st;
+}
+
+tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n)
+{
+    tc_link_job *lj = tc_session_link_start(s);
+    if (!lj)
+        return TC_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) /* a failure shows at the finish */
+        tc_link_add(lj, unit(ctx, i)->object.data, unit(ctx, i)->object.len);
+    return tc_session_link_finish(s, lj);
 }
 
 /* ---- records ------------------------------------------------------------------------- */

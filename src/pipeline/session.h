@@ -139,6 +139,11 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
 /* Links the objects of n units, in order, into the result's image;
  * unit(ctx, i) gives the i-th. Failures become diagnostics. */
 tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n);
+/* The same in steps: a link the caller feeds with tc_link_add (link.h),
+ * then finishes here, which puts the image in the result (and frees lj).
+ * start: NULL out of memory. */
+tc_link_job *tc_session_link_start(tc_session *s);
+tc_status tc_session_link_finish(tc_session *s, tc_link_job *lj);
 
 /* The one record reader: reads the record of kind/key and hands its
  * payload to decode(ctx, ...). 1 hit, 0 miss. first_look: the call's

@@ -31,6 +31,9 @@ void tc_split_free(tc_ptx_job *j)
     free(j->units);
     j->units = NULL;
     j->nunits = 0;
+    tc_link_abandon(j->link); /* a build that failed before its link */
+    j->link = NULL;
+    j->linked = 0;
     tc_canon_memo_free(j->memo);
     j->memo = NULL;
 }
@@ -179,25 +182,28 @@ static tc_status key_units(tc_ptx_job *j)
          * kernels: 540 MB for an 825 KB input). */
         tc_sb_free(&x->map.text);
     }
-    if (!explaining(j) && unit_tier(j) &&
-        tc_payload_read_units(s, TC_REC_UNIT, unit_at, j, j->nunits) != 0)
-        return TC_ERR_NOMEM;
+    if (explaining(j))
+        for (size_t i = 0; i < j->nunits; i++)
+            j->units[i].u.hit =
+                unit_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_UNIT, &j->units[i].u.key);
+    return TC_OK;
+}
+
+/* Which units' records seem to be there (x->expect_hit): those the remote
+ * tier fetched, and local files, found with one stat each. Only the order
+ * of the work depends on it. */
+static tc_status expect_hits(tc_ptx_job *j)
+{
+    tc_session *s = j->s;
+    if (!unit_tier(j))
+        return TC_OK;
+    uint8_t *remote = tc_session_prefetch(s, TC_REC_UNIT, unit_at, j, j->nunits);
     for (size_t i = 0; i < j->nunits; i++) {
         tc_split_unit *x = &j->units[i];
-        tc_unit *u = &x->u;
-        if (explaining(j)) {
-            u->hit = unit_tier(j) && tc_store_has(s->store, s->o->arch, TC_REC_UNIT, &u->key);
-        } else if (u->hit) {
-            s->delta.v[TC_C_UNIT_HITS]++;
-        } else {
-            if (unit_tier(j))
-                s->delta.v[TC_C_UNIT_MISSES]++;
-            char name[32];
-            snprintf(name, sizeof name, "unit%zu.ptx", i);
-            if (!s->in_process && !(x->path = tc_path_join(s->scratch, name)))
-                return TC_ERR_NOMEM;
-        }
+        x->expect_hit = remote ? remote[i] != TC_PREFETCH_ASKED
+                               : tc_store_probe(s->store, s->o->arch, TC_REC_UNIT, &x->u.key);
     }
+    free(remote);
     return TC_OK;
 }
 
@@ -215,6 +221,15 @@ static void compile_text(tc_ptx_job *j, tc_split_unit *x, tc_out_kind kind, cons
 {
     tc_session *s = j->s;
     tc_unit *u = &x->u;
+    if (!s->in_process && !x->path) {
+        char name[32];
+        snprintf(name, sizeof name, "unit%zu.ptx", (size_t)(x - j->units));
+        if (!(x->path = tc_path_join(s->scratch, name))) {
+            u->spawn_failed = ENOMEM;
+            u->exit_code = -1;
+            return;
+        }
+    }
     if (!s->in_process && tc_write_file(x->path, text->data, text->len) != 0) {
         u->write_failed = errno ? errno : EIO;
         u->exit_code = -1;
@@ -264,12 +279,53 @@ static void compile_unit(tc_ptx_job *j, tc_split_unit *x)
         store_unit(j, x);
 }
 
-/* One unit: compile it, unless another process holds its lease, in which
- * case it waits until that process has published it. */
+/* ---- the link, fed as units get ready ------------------------------------------- */
+
+/* Adds to the link, in link order, every unit whose object is ready and
+ * all of whose predecessors were added: a worker calls it when it made
+ * unit `ready` so, and adding objects overlaps the compiles and reads
+ * still running. One thread adds at a time; a worker that finds another
+ * adding goes back to its work, and the one adding looks again for units
+ * made ready meanwhile before it leaves. Until the linker's prewarm has
+ * loaded it, workers leave the adding for later (the first add would wait
+ * for the loading); at_end, the build's thread adds the rest, every unit
+ * being ready then. */
+static void feed_link(tc_ptx_job *j, size_t ready, int at_end)
+{
+    if (ready < j->nunits)
+        atomic_store(&j->units[ready].ready, 1);
+    for (;;) {
+        if (at_end)
+            pthread_mutex_lock(&j->link_lock);
+        else if (pthread_mutex_trylock(&j->link_lock) != 0)
+            return;
+        int adding = j->link && (at_end || j->linked || !tc_linker_prewarm_running());
+        while (adding && j->linked < j->nunits &&
+               (at_end || atomic_load(&j->units[j->linked].ready))) {
+            const tc_unit *u = &j->units[j->linked++].u;
+            tc_link_add(j->link, u->object.data, u->object.len); /* failing: the finish says */
+        }
+        size_t next = j->linked;
+        pthread_mutex_unlock(&j->link_lock);
+        if (!adding || next >= j->nunits || !atomic_load(&j->units[next].ready))
+            return;
+    }
+}
+
+/* One unit: read its record when it seems to be there; else (or when
+ * that fails) compile it, unless another process holds its lease, in
+ * which case wait until that process has published it. */
 static tc_pool_step process_unit(void *ctx, size_t i)
 {
     tc_ptx_job *j = ctx;
     tc_split_unit *x = &j->units[i];
+    if (x->expect_hit) {
+        x->expect_hit = 0; /* once: a unit that must wait comes back here */
+        if ((x->u.hit = tc_payload_read_unit(j->s, TC_REC_UNIT, &x->u, 1))) {
+            feed_link(j, i, 0);
+            return TC_POOL_DONE;
+        }
+    }
     int fd = -1;
     tc_lease lease = TC_LEASE_NONE;
     if (unit_tier(j))
@@ -279,6 +335,7 @@ static tc_pool_step process_unit(void *ctx, size_t i)
         x->u.hit = x->u.waited = 1;
         tc_store_unlock(fd);
         tc_session_progress_step(j->s);
+        feed_link(j, i, 0);
         return TC_POOL_DONE;
     }
     if (lease == TC_LEASE_BUSY) {
@@ -291,6 +348,9 @@ static tc_pool_step process_unit(void *ctx, size_t i)
     compile_unit(j, x);
     tc_store_unlock(fd);
     tc_session_progress_step(j->s);
+    tc_unit *u = &x->u;
+    if (u->exit_code == 0 && !u->spawn_failed && !u->write_failed)
+        feed_link(j, i, 0);
     return TC_POOL_DONE;
 }
 
@@ -303,31 +363,37 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static tc_status compile_misses(tc_ptx_job *j)
+/* Reads and compiles every unit on -j threads: the probable misses first,
+ * largest first, so the longest compile starts early (LPT scheduling);
+ * then the probable hits in link order, read while those compile. The
+ * link is started now and fed as units get ready. */
+static tc_status process_units(tc_ptx_job *j)
 {
     tc_session *s = j->s;
-    size_t cap = j->nunits ? j->nunits : 1, ntodo = 0;
+    size_t cap = j->nunits ? j->nunits : 1, nmiss = 0, ntodo = 0;
     size_t *todo = malloc(cap * sizeof *todo);
     uint64_t *order = malloc(cap * sizeof *order);
-    if (!todo || !order) {
+    if (!todo || !order || !(j->link = tc_session_link_start(s))) {
         free(todo);
         free(order);
         return TC_ERR_NOMEM;
     }
-    /* Largest first, so the longest compile starts early (LPT scheduling):
-     * sort by (inverted cost, index). */
+    /* sorted by (inverted cost, index) */
     for (size_t i = 0; i < j->nunits; i++) {
-        if (j->units[i].u.hit)
+        if (j->units[i].expect_hit)
             continue;
         uint64_t c = j->units[i].cost > UINT32_MAX ? UINT32_MAX : j->units[i].cost;
-        order[ntodo++] = (uint64_t)(UINT32_MAX - c) << 32 | i;
+        order[nmiss++] = (uint64_t)(UINT32_MAX - c) << 32 | i;
     }
-    qsort(order, ntodo, sizeof *order, cmp_u64);
-    for (size_t i = 0; i < ntodo; i++)
-        todo[i] = (size_t)(order[i] & UINT32_MAX);
+    qsort(order, nmiss, sizeof *order, cmp_u64);
+    for (size_t i = 0; i < nmiss; i++)
+        todo[ntodo++] = (size_t)(order[i] & UINT32_MAX);
     free(order);
+    for (size_t i = 0; i < j->nunits; i++)
+        if (j->units[i].expect_hit)
+            todo[ntodo++] = i;
     double t = tc_now();
-    tc_session_progress_begin(s, ntodo);
+    tc_session_progress_begin(s, nmiss);
     tc_pool_work w = {todo, ntodo, s->o->jobs, process_unit, cancelled, j};
     int rc = tc_pool_run(&w);
     free(todo);
@@ -336,17 +402,19 @@ static tc_status compile_misses(tc_ptx_job *j)
     if (tc_options_cancelled(s->o)) /* what compiled is stored; nothing else is */
         return tc_session_fail(s, TC_ERR_CANCELLED, "the host cancelled the build");
     s->r->report.seconds_compile = tc_now() - t;
-    size_t compiled = 0, waited = 0;
+    size_t compiled = 0, waited = 0, hits = 0;
     for (size_t i = 0; i < j->nunits; i++) {
         compiled += (size_t)j->units[i].u.compiled;
         waited += (size_t)j->units[i].u.waited;
+        hits += (size_t)j->units[i].u.hit;
     }
     s->r->report.units_compiled = (uint32_t)compiled;
-    s->r->report.unit_hits += (uint32_t)waited;
+    s->r->report.unit_hits = (uint32_t)hits;
     s->delta.v[TC_C_COMPILES] += compiled;
     s->delta.v[TC_C_WAITED] += waited;
-    s->delta.v[TC_C_UNIT_HITS] += waited;
-    s->delta.v[TC_C_UNIT_MISSES] -= waited;
+    s->delta.v[TC_C_UNIT_HITS] += hits;
+    if (unit_tier(j))
+        s->delta.v[TC_C_UNIT_MISSES] += j->nunits - hits;
     return TC_OK;
 }
 
@@ -493,7 +561,10 @@ done:
 
 static tc_status link_units(tc_ptx_job *j)
 {
-    tc_status st = tc_session_link(j->s, unit_at, j, j->nunits);
+    feed_link(j, j->nunits, 1);
+    tc_link_job *lj = j->link;
+    j->link = NULL;
+    tc_status st = tc_session_link_finish(j->s, lj);
     return st == TC_OK ? check_const_layout(j) : st;
 }
 
@@ -572,14 +643,14 @@ tc_status tc_split_build(tc_ptx_job *j)
     r->report.whole_program_units = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
     r->report.units = (uint32_t)j->nunits;
     r->report.entries = (uint32_t)tc_slicer_entry_count(j->slicer);
-    for (size_t i = 0; i < j->nunits; i++)
-        r->report.unit_hits += (uint32_t)j->units[i].u.hit;
     if (explaining(j)) {
+        for (size_t i = 0; i < j->nunits; i++)
+            r->report.unit_hits += (uint32_t)j->units[i].u.hit;
         if ((st = fill_entries(j)) != TC_OK)
             return st;
         return slice_keys(j);
     }
-    if ((st = compile_misses(j)) != TC_OK)
+    if ((st = expect_hits(j)) != TC_OK || (st = process_units(j)) != TC_OK)
         return st;
     if ((st = unit_diagnostics(j)) != TC_OK)
         return st;

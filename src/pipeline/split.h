@@ -5,6 +5,7 @@
 #define TC_PIPELINE_SPLIT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "pipeline/canon_memo.h"
 #include "pipeline/session.h"
@@ -21,6 +22,8 @@ typedef struct tc_split_unit {
     tc_text map;            /* its text, and the line map back to the input */
     char *path;             /* scratch .ptx of a miss (the ptxas backend) */
     double deferred_since;  /* when its lease was first found held */
+    int expect_hit;         /* its record seems to be there: read it before compiling */
+    atomic_int ready;       /* its object is ready to link (feed_link) */
 } tc_split_unit;
 
 /* One tc_build or tc_explain. */
@@ -42,6 +45,9 @@ typedef struct tc_ptx_job {
     size_t nunits;
     tc_sb warnings;         /* the compiler's warnings, for the module record */
     pthread_mutex_t emit_lock;  /* the slicer, which compile workers emit texts with */
+    pthread_mutex_t link_lock;  /* the link, which workers feed as units get ready */
+    tc_link_job *link;          /* started when the units are, finished by the build */
+    size_t linked;              /* units added to it: a prefix, in link order */
 } tc_ptx_job;
 
 /* Groups the kernels into units of about `target` PTX statements

@@ -661,6 +661,17 @@ static int local_exists(tc_store *st, const char *target, uint32_t kind, const t
     return found;
 }
 
+int tc_store_probe(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
+{
+    char hex[TC_DIGEST_HEX_LEN + 1], path[256];
+    struct stat sb;
+    if (st->rootfd < 0)
+        return 0;
+    tc_digest_hex(key, hex);
+    snprintf(path, sizeof path, "%s/%s/%c/%.2s/%s", LAYOUT, target, kind_dir(kind), hex, hex + 2);
+    return fstatat(st->rootfd, path, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+}
+
 typedef struct prefetch {
     tc_store *st;
     const char *target;

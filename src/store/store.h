@@ -65,6 +65,12 @@ int tc_store_get(tc_store *st, const char *target, uint32_t kind, const tc_diges
  * verifies it). */
 int tc_store_has(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
 
+/* Whether a local record file of kind/key seems to be there: one stat,
+ * reading and verifying nothing, for a build to order its work by (a
+ * probable hit is read first, a probable miss compiled first). A wrong
+ * answer costs time, never correctness: the read still decides. */
+int tc_store_probe(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
+
 /* Looks up in the remote, several at once (TC_REMOTE_READERS), the records
  * of keys[0..n) the local store lacks, keeping those that verify locally
  * (as tc_store_get does one at a time): a machine with an empty cache pays

@@ -147,6 +147,30 @@ def test_damaged_records_rebuild_silently(physics, tmp_path, how):
     assert delta(again, after, "module_hits") == 1
 
 
+@pytest.mark.parametrize("jobs", ["1", "2", "4"])
+def test_units_join_the_link_in_order_whatever_is_ready_first(physics, tmp_path, jobs):
+    """Units are read and compiled in whatever order the work allows, and
+    each joins the link as soon as it and every unit before it are ready:
+    with every other unit record gone (misses between hits, compiled while
+    the hits are read), the image is still the cold build's, and only the
+    missing units compile."""
+    cache = str(tmp_path / "cache")
+    cold = tmp_path / "cold.cubin"
+    build(physics["base"], cold, cache, "--no-module-cache")
+    units = sorted(r for r in records(cache) if r.parent.parent.name == "u")
+    gone = units[::2]
+    assert len(units) > 3 and gone
+    for r in gone:
+        r.unlink()
+    before = counters(cache)
+    out = tmp_path / "out.cubin"
+    build(physics["base"], out, cache, "--no-module-cache", "-j", jobs)
+    after = counters(cache)
+    assert out.read_bytes() == cold.read_bytes()
+    assert delta(after, before, "compiles") == len(gone)
+    assert delta(after, before, "unit_hits") == len(units) - len(gone)
+
+
 def test_module_record_without_units_still_hits(physics, tmp_path):
     """A module record holds the linked image: it does not need the unit
     records it was built from."""
