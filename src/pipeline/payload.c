@@ -67,20 +67,25 @@ void tc_payload_encode_unit(const char *name, const tc_unit *u, tc_sb *out)
         tc_field_put(out, TC_F_LOG, u->log.data, u->log.len);
 }
 
-int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
+/* Decodes a unit payload into u. With own (the address of the buffer p,
+ * which the caller would free), the object is moved to the start of that
+ * buffer, which becomes u->object: a relink reads a hundred objects, and
+ * copying each into a buffer of its own wrote 3.5 MB of fresh pages more
+ * for a 250-kernel module. */
+static int decode_unit_payload(const char *p, size_t n, tc_unit *u, char **own)
 {
     if (alloc_entries(p, n, &u->entries) != 0)
         return -1;
     tc_reader rd;
     tc_reader_init(&rd, p, n);
     uint32_t tag;
-    const unsigned char *f;
-    size_t len;
-    int rc, have_object = 0;
+    const unsigned char *f, *object = NULL;
+    size_t len, object_len = 0;
+    int rc;
     while ((rc = tc_field_next(&rd, &tag, &f, &len)) == 1) {
-        if (tag == TC_F_OBJECT && !have_object) {
-            tc_sb_append(&u->object, f, len);
-            have_object = 1;
+        if (tag == TC_F_OBJECT && !object) {
+            object = f;
+            object_len = len;
         } else if (tag == TC_F_ENTRY) {
             if (tc_entry_decode(f, len, &u->entries[u->nentries]) != 0)
                 break;
@@ -92,7 +97,18 @@ int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
             u->have_meta = 1;
         }
     }
-    if (rc != 0 || !have_object || u->object.oom || u->log.oom || u->meta.oom ||
+    /* a field has a header before its bytes, so the buffer has room for
+     * the object and the NUL a tc_sb keeps after it */
+    if (rc == 0 && object && own && object_len < n) {
+        tc_sb_free(&u->object);
+        memmove(*own, object, object_len);
+        (*own)[object_len] = '\0';
+        u->object = (tc_sb){*own, object_len, n, 0};
+        *own = NULL;
+    } else if (object) {
+        tc_sb_append(&u->object, object, object_len);
+    }
+    if (rc != 0 || !object || u->object.oom || u->log.oom || u->meta.oom ||
         tc_entries_take_resources(u->entries, u->nentries, u->log.data ? u->log.data : "",
                                   u->log.len) != 0) {
         tc_unit_clear(u);
@@ -101,9 +117,14 @@ int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
     return 0;
 }
 
+int tc_payload_decode_unit(const char *p, size_t n, tc_unit *u)
+{
+    return decode_unit_payload(p, n, u, NULL);
+}
+
 static int decode_unit(void *ctx, char **payload, size_t len)
 {
-    return tc_payload_decode_unit(*payload, len, ctx);
+    return decode_unit_payload(*payload, len, ctx, payload);
 }
 
 static void undo_unit(void *ctx) { tc_unit_clear(ctx); }
