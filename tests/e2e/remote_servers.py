@@ -398,6 +398,12 @@ class FaultHTTP:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        # A client that gives up (a build that exits, a timeout) can take
+        # back a connection between the poll that saw it and the accept:
+        # a blocking accept then waits for the next client, and stop()
+        # for it, for ever (seen once, 2026-12-04, in a full e2e run). Not
+        # blocking, the server finds nothing to accept and polls again.
+        self.server.socket.setblocking(False)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
