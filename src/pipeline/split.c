@@ -158,30 +158,47 @@ static tc_status canon_functions(tc_ptx_job *j)
     return TC_OK;
 }
 
+/* One unit's key: its text emitted (one thread at a time: the slicer's
+ * walk is not thread-safe) and hashed (on any thread: hashing the 1.6 MB
+ * of unit text of the generated 250-kernel module takes as long as
+ * emitting it, 1.1 ms each). */
+static tc_pool_step key_unit(void *ctx, size_t i)
+{
+    tc_ptx_job *j = ctx;
+    tc_session *s = j->s;
+    tc_split_unit *x = &j->units[i];
+    tc_unit *u = &x->u;
+    char mode[96];
+    pthread_mutex_lock(&j->emit_lock);
+    int rc = emit(j, x, &x->map);
+    pthread_mutex_unlock(&j->emit_lock);
+    if (rc != 0 || x->map.text.oom ||
+        tc_key_unit(&s->kc,
+                    tc_session_unit_mode(s, x->kind, x->map.text.data, x->map.text.len, mode,
+                                         sizeof mode),
+                    x->map.text.data, x->map.text.len, &u->key) != 0) {
+        atomic_store(&j->keying_failed, 1);
+        return TC_POOL_DONE;
+    }
+    tc_digest_hex(&u->key, u->hex);
+    x->cost = x->map.text.len;
+    /* Only the line map is kept: a miss's text is made again when it
+     * compiles. Keeping every text until then cost a copy of each shared
+     * helper per unit (a 20,000-statement helper called by 1,000 kernels:
+     * 540 MB for an 825 KB input). */
+    tc_sb_free(&x->map.text);
+    return TC_POOL_DONE;
+}
+
 static tc_status key_units(tc_ptx_job *j)
 {
     tc_session *s = j->s;
     tc_status st = canon_functions(j);
     if (st != TC_OK)
         return st;
-    for (size_t i = 0; i < j->nunits; i++) {
-        tc_split_unit *x = &j->units[i];
-        tc_unit *u = &x->u;
-        char mode[96];
-        if (emit(j, x, &x->map) != 0 ||
-            tc_key_unit(&s->kc,
-                        tc_session_unit_mode(s, x->kind, x->map.text.data, x->map.text.len, mode,
-                                             sizeof mode),
-                        x->map.text.data, x->map.text.len, &u->key) != 0)
-            return TC_ERR_NOMEM;
-        tc_digest_hex(&u->key, u->hex);
-        x->cost = x->map.text.len;
-        /* Only the line map is kept: a miss's text is made again when it
-         * compiles. Keeping every text until then cost a copy of each
-         * shared helper per unit (a 20,000-statement helper called by 1,000
-         * kernels: 540 MB for an 825 KB input). */
-        tc_sb_free(&x->map.text);
-    }
+    if (tc_pool_run_range(j->nunits, s->o->jobs, key_unit, j) != 0 ||
+        atomic_load(&j->keying_failed))
+        return TC_ERR_NOMEM;
     if (explaining(j))
         for (size_t i = 0; i < j->nunits; i++)
             j->units[i].u.hit =

@@ -44,7 +44,8 @@ typedef struct tc_ptx_job {
     tc_split_unit *units;   /* the module data first, when there is one */
     size_t nunits;
     tc_sb warnings;         /* the compiler's warnings, for the module record */
-    pthread_mutex_t emit_lock;  /* the slicer, which compile workers emit texts with */
+    pthread_mutex_t emit_lock;  /* the slicer, which workers emit texts with */
+    atomic_int keying_failed;   /* a unit's key could not be made (out of memory) */
     pthread_mutex_t link_lock;  /* the link, which workers feed as units get ready */
     tc_link_job *link;          /* started when the units are, finished by the build */
     size_t linked;              /* units added to it: a prefix, in link order */
