@@ -1,8 +1,9 @@
 /* fake_nvjitlink: a stand-in for libnvJitLink whose first use is slow on
  * purpose (nvJitLinkCreate sleeps $FAKE_NVJITLINK_DELAY_MS, default 500
  * ms), so that a test can fork while taskcache's prewarm thread is inside
- * it, and which counts its creates (fake_nvjitlink_creates). It links
- * nothing: nvJitLinkComplete fails with a message. */
+ * it, and which counts its creates (fake_nvjitlink_creates) and the
+ * objects added (fake_nvjitlink_adds). It links nothing:
+ * nvJitLinkComplete fails with a message. */
 #define _POSIX_C_SOURCE 200809L
 #include <stddef.h>
 #include <stdint.h>
@@ -20,13 +21,17 @@ int nvJitLinkGetErrorLogSize(void *h, size_t *size);
 int nvJitLinkGetErrorLog(void *h, char *log);
 
 int fake_nvjitlink_creates(void);
+int fake_nvjitlink_adds(void);
 
 static const char message[] = "fake nvJitLink: links nothing";
 enum { FAKE_ERROR = 6 };
-static int creates;
+static int creates, adds;
 
 /* nvJitLinkCreate calls so far, in this process */
 int fake_nvjitlink_creates(void) { return __atomic_load_n(&creates, __ATOMIC_SEQ_CST); }
+
+/* nvJitLinkAddData calls so far, in this process */
+int fake_nvjitlink_adds(void) { return __atomic_load_n(&adds, __ATOMIC_SEQ_CST); }
 
 int nvJitLinkCreate(void **h, uint32_t n, const char **opts)
 {
@@ -51,6 +56,7 @@ int nvJitLinkDestroy(void **h)
 int nvJitLinkAddData(void *h, int kind, const void *data, size_t size, const char *name)
 {
     (void)h, (void)kind, (void)data, (void)size, (void)name;
+    __atomic_add_fetch(&adds, 1, __ATOMIC_SEQ_CST);
     return 0;
 }
 
