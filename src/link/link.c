@@ -17,6 +17,12 @@
 #include "util/fs.h"
 #include "util/map.h"
 
+/* An object given to the link: its bytes stay the caller's. */
+typedef struct tc_blob {
+    const void *p;
+    size_t n;
+} tc_blob;
+
 #ifndef TC_NVJITLINK_LIB
 #define TC_NVJITLINK_LIB ""
 #endif
@@ -504,19 +510,6 @@ int tc_link_finish(tc_link_job *lj, tc_sb *image, tc_sb *log)
     tc_sb_append(log, lj->log.data, lj->log.len);
     tc_link_abandon(lj);
     return rc;
-}
-
-int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
-            const char *scratch, tc_sb *image, tc_sb *log)
-{
-    tc_link_job *lj = tc_link_start(l, arch, scratch);
-    if (!lj) {
-        tc_sb_printf(log, "out of memory\n");
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        tc_link_add(lj, objs[i].p, objs[i].n); /* a failure shows at the finish */
-    return tc_link_finish(lj, image, log);
 }
 
 /* ---- choosing a linker --------------------------------------------------- */

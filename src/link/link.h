@@ -10,11 +10,6 @@
 #include "toolchain/toolchain.h"
 #include "util/strbuf.h"
 
-typedef struct tc_blob {
-    const void *p;
-    size_t n;
-} tc_blob;
-
 enum { TC_LINKER_NVJITLINK = 1, TC_LINKER_NVLINK = 2 };
 
 typedef struct tc_linker {
@@ -34,9 +29,10 @@ int tc_linker_find(const char *ptxas, tc_store *memo, int keyed, int want_librar
 
 /* Starts loading and initializing libnvJitLink on a detached thread when
  * l is that linker and nothing started it yet (the first use in a process
- * is slow); a later tc_link waits for it. Call it when a link will follow
- * work that takes a while. A fork() meanwhile waits for it to finish, so a
- * child never inherits a prewarm without its thread. */
+ * is slow); a link's first tc_link_add (or its finish) waits for it.
+ * Call it when a link will follow work that takes a while. A fork()
+ * meanwhile waits for it to finish, so a child never inherits a prewarm
+ * without its thread. */
 void tc_linker_prewarm(const tc_linker *l, const char *arch);
 /* Returns once no prewarm is running (a build that started one calls it
  * before it returns, so no thread is inside the library at exit). */
@@ -59,9 +55,6 @@ int tc_link_add(tc_link_job *lj, const void *p, size_t n);
 int tc_link_finish(tc_link_job *lj, tc_sb *image, tc_sb *log);
 /* Frees a link that will not be finished (NULL: nothing). */
 void tc_link_abandon(tc_link_job *lj);
-/* Links objs[0..n) at once (start, add each, finish). Thread-safe. */
-int tc_link(const tc_linker *l, const char *arch, const tc_blob *objs, size_t n,
-            const char *scratch, tc_sb *image, tc_sb *log);
 /* Nonzero while a prewarm is loading the library: a thread that has other
  * work need not start a link (which would wait for it) yet. */
 int tc_linker_prewarm_running(void);

@@ -209,11 +209,11 @@ static tc_status key_units(tc_ptx_job *j)
 /* Which units' records seem to be there (x->expect_hit): those the remote
  * tier fetched, and local files, found with one stat each. Only the order
  * of the work depends on it. */
-static tc_status expect_hits(tc_ptx_job *j)
+static void expect_hits(tc_ptx_job *j)
 {
     tc_session *s = j->s;
     if (!unit_tier(j))
-        return TC_OK;
+        return;
     uint8_t *remote = tc_session_prefetch(s, TC_REC_UNIT, unit_at, j, j->nunits);
     for (size_t i = 0; i < j->nunits; i++) {
         tc_split_unit *x = &j->units[i];
@@ -221,7 +221,6 @@ static tc_status expect_hits(tc_ptx_job *j)
                                : tc_store_probe(s->store, s->o->arch, TC_REC_UNIT, &x->u.key);
     }
     free(remote);
-    return TC_OK;
 }
 
 /* ---- parallel compilation ------------------------------------------------------ */
@@ -667,7 +666,8 @@ tc_status tc_split_build(tc_ptx_job *j)
             return st;
         return slice_keys(j);
     }
-    if ((st = expect_hits(j)) != TC_OK || (st = process_units(j)) != TC_OK)
+    expect_hits(j);
+    if ((st = process_units(j)) != TC_OK)
         return st;
     if ((st = unit_diagnostics(j)) != TC_OK)
         return st;

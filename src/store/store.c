@@ -465,15 +465,25 @@ int tc_store_open_dir(tc_store *st, const char *const *parts, int n, int create)
     return fd == st->rootfd ? dup(fd) : fd;
 }
 
+/* Where a record of kind/key lives: LAYOUT/target/kd/shard/name. */
+static void record_names(uint32_t kind, const tc_digest *key, char kd[2], char shard[3],
+                         char name[TC_DIGEST_HEX_LEN + 1])
+{
+    char hex[TC_DIGEST_HEX_LEN + 1];
+    tc_digest_hex(key, hex);
+    kd[0] = kind_dir(kind);
+    kd[1] = '\0';
+    memcpy(shard, hex, 2);
+    shard[2] = '\0';
+    memcpy(name, hex + 2, TC_DIGEST_HEX_LEN - 1);
+}
+
 /* The shard directory of a record and its file name. */
 static int record_dir(tc_store *st, const char *target, uint32_t kind, const tc_digest *key,
                       char name[TC_DIGEST_HEX_LEN + 1], int create)
 {
-    char hex[TC_DIGEST_HEX_LEN + 1], kd[2] = {kind_dir(kind), 0}, shard[3];
-    tc_digest_hex(key, hex);
-    memcpy(shard, hex, 2);
-    shard[2] = '\0';
-    memcpy(name, hex + 2, TC_DIGEST_HEX_LEN - 1);
+    char kd[2], shard[3];
+    record_names(kind, key, kd, shard, name);
     const char *parts[] = {LAYOUT, target, kd, shard};
     return tc_store_open_dir(st, parts, 4, create);
 }
@@ -663,12 +673,12 @@ static int local_exists(tc_store *st, const char *target, uint32_t kind, const t
 
 int tc_store_probe(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
 {
-    char hex[TC_DIGEST_HEX_LEN + 1], path[256];
+    char kd[2], shard[3], name[TC_DIGEST_HEX_LEN + 1], path[256];
     struct stat sb;
     if (st->rootfd < 0)
         return 0;
-    tc_digest_hex(key, hex);
-    snprintf(path, sizeof path, "%s/%s/%c/%.2s/%s", LAYOUT, target, kind_dir(kind), hex, hex + 2);
+    record_names(kind, key, kd, shard, name);
+    snprintf(path, sizeof path, "%s/%s/%s/%s/%s", LAYOUT, target, kd, shard, name);
     return fstatat(st->rootfd, path, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
 }
 
