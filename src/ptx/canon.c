@@ -328,9 +328,14 @@ int tc_canon_infos(const tc_ptx_module *m, const uint32_t *idx, size_t n, tc_pie
 
 /* ---- compiler-named constants ------------------------------------------------ */
 
+/* Only .global and .const variables: they alone take initializers, and a
+ * unit keeps their linkage (a .shared variable's is dropped there, which
+ * would make a .visible one anonymous in the unit but not in the module). */
 static int is_anonymous(const tc_ptx_module *m, const tc_ptx_sym *y)
 {
-    if (y->kind != TC_SYM_VAR || y->def < 0 || m->stmts[y->def].linkage != TC_LINK_INTERNAL ||
+    if (y->kind != TC_SYM_VAR || y->def < 0 ||
+        (m->stmts[y->def].space != TC_SPACE_GLOBAL && m->stmts[y->def].space != TC_SPACE_CONST) ||
+        m->stmts[y->def].linkage != TC_LINK_INTERNAL ||
         (y->decl >= 0 && m->stmts[y->decl].linkage != TC_LINK_INTERNAL))
         return 0;
     return y->name[0] == '$' || (y->len > 10 && !memcmp(y->name, "__unnamed_", 10));
