@@ -349,6 +349,13 @@ else
     notrun=$(grep '^not started' "$WORK/realworld.log" | head -n 1)
     if [ "$rwrc" = 0 ] && [ -z "$notrun" ]; then res=PASS
     elif [ "$rwrc" = 0 ]; then res=INCOMPLETE
+    elif [ "$rwrc" = 124 ] || [ "$rwrc" = 137 ]; then
+        # Killed by the time budget before its summary: say how far it got
+        # (a module with a failure still fails the step).
+        rwline=$(awk '/^\[ *[0-9.]+s\] [^ ]+: [0-9]+ of [0-9]+ kernels ran, [0-9]+ failure/ { sub(/^\[[^]]*\] /, ""); m++; k += $2; f += $7 }
+                     END { printf "stopped by the time budget after %d module(s), %d kernel(s) run, %d failure(s) so far", m, k, f }' \
+                 "$WORK/realworld.log")
+        case $rwline in *", 0 failure(s) so far") res=INCOMPLETE ;; *) res=FAIL ;; esac
     else res=FAIL; fi
     row "(g) real-world identity" "$res" "${rwline#realworld_identity: }; ${rwtotal}${notrun:+; $notrun}" 1
 fi
