@@ -15,7 +15,15 @@ checks, plus an incremental build and key stability:
     touch are those of the unmutated module: whitespace, comments, `.file`
     directives, reordering, removing or duplicating other kernels, another
     identical compiler-named constant (renumbering the later ones as nvcc
-    would), or a `$__tc` name elsewhere must not change a key.
+    would), or a `$__tc` name elsewhere must not change a key;
+  * edits: a cache that holds the unmutated module's build, given the
+    mutant, gives the mutant's cold image in every mode (default,
+    relocatable, a unit per kernel): a key that misses what an edit changed
+    would serve the old code here; and a kernel whose own text or a
+    function it calls was edited gets another slice key.
+
+Keys are read with --unit-cost 1, so that every kernel has a slice even in
+a module small enough to be compiled whole by default.
 
 Mutations: remove, duplicate or reorder kernels; move, remove or duplicate
 helper .funcs; add a helper that several kernels call; add function-scope
@@ -23,7 +31,8 @@ helper .funcs; add a helper that several kernels call; add function-scope
 shadows a module-scope variable; put the address of a directly called helper
 in a `.global` table; add comment lines, blank lines and whitespace inside
 bodies; add an identical compiler-named constant; add a `.file` directive;
-add an unused `$__tc...` variable.
+add an unused `$__tc...` variable; edit a number in a kernel, in a helper
+.func or in a module variable's initializer; give a kernel `.maxnreg`.
 
 A failing mutant is minimized (items removed while the same failure
 remains, for at most --minimize-seconds) and saved, with what failed and
@@ -57,7 +66,8 @@ MAX_BASE_BYTES = 3 << 20  # modules above this are cut before anything else
 # --------------------------------------------------------------------------
 # mutations: each takes (items, rng, state) and returns a description, or
 # None when it does not apply. state["may_change"] collects the kernels whose
-# keys the mutation may change ("ALL" for unknown).
+# keys the mutation may change ("ALL" for unknown), state["must_change"]
+# those whose keys it must change (it edited what their slices hold).
 
 def entries(items):
     return [i for i, it in enumerate(items) if it.kind == "entry" and it.is_definition]
@@ -493,6 +503,127 @@ def m_tc_name(items, rng, state):
     return "unused variable named $__tc..."
 
 
+# A decimal immediate, the last operand of an instruction: "add.s32 %r1,
+# %r2, 7;". Hexadecimal and float operands (0x.., 0f..) do not match.
+IMMEDIATE = re.compile(r"(,[ \t]*)(-?\d+)([ \t]*;)")
+
+
+def immediate_sites(text):
+    """(start, end) of each immediate in a function body that an edit may
+    change: not in a comment, not in a directive (.reg, .loc, .pragma)."""
+    span = ptxitems.body_span(text)
+    if not span:
+        return []
+    sites = []
+    for m in IMMEDIATE.finditer(text, span[0], span[1]):
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if "//" not in line and "/*" not in line and not line.lstrip().startswith("."):
+            sites.append(m.span(2))
+    return sites
+
+
+def bumped(text, span, limit=(1 << 31) - 2):
+    """text with the number at span one larger (one smaller at the limit)."""
+    v = int(text[span[0]:span[1]])
+    return text[:span[0]] + str(v + 1 if v < limit else v - 1) + text[span[1]:], v
+
+
+def referrers(items, name):
+    """Names of the kernels, functions and variables whose text names
+    `name`, directly or through one another: all an edit of it can reach."""
+    seen, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        for it in items:
+            if it.name and it.is_definition and it.name not in seen and it.name != n and \
+                    ptxitems.references(it.text, n):
+                seen.add(it.name)
+                todo.append(it.name)
+    return seen
+
+
+def called_only(items, name):
+    """Whether `name` is only ever called (its address taken nowhere): then
+    every caller's slice holds its text."""
+    call = re.compile(r"\bcall(?:\.uni)?\b[^;]*?[\s,(]" + re.escape(name) + r"\s*[,;)]")
+    for it in items:
+        if it.name != name and ptxitems.references(it.text, name) and \
+                (it.kind not in ("entry", "func") or ptxitems.references(call.sub("", it.text), name)):
+            return False
+    return True
+
+
+def callers_through_calls(items, name):
+    """Kernels and functions that call `name` directly or through calls to
+    functions that do, when no function on the way has its address taken
+    (None otherwise: a caller may then reach it through the module data)."""
+    seen, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if not called_only(items, n):
+            return None
+        for c in callers(items, n):
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return seen
+
+
+def edit_function(items, rng, state, indices):
+    cands = [i for i in indices if immediate_sites(items[i].text)]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    it = items[i]
+    text, old = bumped(it.text, rng.choice(immediate_sites(it.text)))
+    items[i] = ptxitems.Item(text)
+    for k in referrers(items, it.name) | {it.name}:
+        touch(state, k)
+    callers_of = callers_through_calls(items, it.name)
+    state["must_change"] |= {it.name} | (callers_of or set())
+    return f"edit {it.kind} {it.name}: an immediate {old} changed"
+
+
+def m_edit_kernel(items, rng, state):
+    return edit_function(items, rng, state, entries(items))
+
+
+def m_edit_helper(items, rng, state):
+    return edit_function(items, rng, state, funcs(items))
+
+
+def m_edit_initializer(items, rng, state):
+    number = re.compile(r"(?<![\w.$%])\d+(?![\w.])")
+    cands = [i for i, it in enumerate(items) if it.kind in ("global", "const") and it.is_definition and
+             it.name and "=" in it.text and number.search(it.text.split("=", 1)[1])]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    it = items[i]
+    eq = it.text.index("=") + 1
+    m = rng.choice(list(number.finditer(it.text, eq)))
+    text, old = bumped(it.text, m.span(), limit=254 if ".b8" in it.text.split("=", 1)[0] or
+                       ".u8" in it.text.split("=", 1)[0] or ".s8" in it.text.split("=", 1)[0] else (1 << 31) - 2)
+    items[i] = ptxitems.Item(text)
+    for k in referrers(items, it.name):
+        touch(state, k)
+    return f"edit variable {it.name}: a number of its initializer {old} changed"
+
+
+def m_maxnreg(items, rng, state):
+    cands = [i for i in entries(items) if ".maxnreg" not in items[i].text]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    it = items[i]
+    brace = ptxitems.body_span(it.text)[0] - 1
+    n = rng.choice((32, 64, 128))
+    items[i] = ptxitems.Item(it.text[:brace] + f".maxnreg {n}\n" + it.text[brace:])
+    touch(state, it.name)
+    state["must_change"].add(it.name)
+    return f"kernel {it.name} given .maxnreg {n}"
+
+
 # kind: "stable" (keys of untouched kernels must not change) or "free"
 MUTATIONS = [
     (m_remove_kernel, "stable"), (m_duplicate_kernel, "stable"), (m_reorder_kernels, "stable"),
@@ -503,7 +634,14 @@ MUTATIONS = [
     (m_dup_internal_constant, "stable"), (m_file_directive, "stable"), (m_tc_name, "stable"),
     (m_nul_end, "stable"), (m_indirect_call, "free"), (m_alias, "stable"),
     (m_param_like_global, "stable"), (m_weak, "free"),
+    (m_edit_kernel, "stable"), (m_edit_helper, "stable"), (m_edit_initializer, "stable"),
+    (m_maxnreg, "stable"),
 ]
+
+# the modes a mutant is built in, and the option that gives every kernel a
+# slice key
+CHECK_MODES = {"default": [], "reloc": ["--relocatable-units"], "unit1": ["--unit-cost", "1"]}
+PER_KERNEL = ("--unit-cost", "1")
 
 
 # --------------------------------------------------------------------------
@@ -524,15 +662,54 @@ def ptxas_accepts(path, arch):
     return p.returncode == 0
 
 
-def check_mutant(binary, path, work, shared_cache, base_keys, may_change):
+def edit_failures(binary, base_path, path, work, arch):
+    """The mutant built with a cache that holds the base module's build, in
+    every mode, against that mode's cold image of the mutant (check_module
+    made them in work): a unit whose key misses what the edit changed would
+    be served with the base module's code."""
+    fails = []
+    for mode, extra in CHECK_MODES.items():
+        cold = os.path.join(work, f"{mode}.cold.cubin")
+        if not os.path.exists(cold):
+            continue
+        tc = rwlib.Taskcache(binary, os.path.join(work, f"edit-cache-{mode}"), arch, 1)
+        try:
+            tc.build(base_path, os.path.join(work, f"{mode}.base.cubin"), *extra)
+        except rwlib.BuildError:
+            continue  # the base module alone is not what is under test
+        out = os.path.join(work, f"{mode}.edit.cubin")
+        try:
+            tc.build(path, out, *extra)
+        except rwlib.BuildError as e:
+            fails.append(f"{mode} edit: after the unmutated module, {e}")
+            continue
+        if not rwlib.same_bytes(cold, out):
+            fails.append(f"{mode} edit: built after the unmutated module, the image differs from the "
+                         "cold build (old code served)")
+    return fails
+
+
+def key_failures(keys, base_keys, may_change, must_change):
+    fails = []
+    if may_change != "ALL":
+        changed = sorted(k for k in keys if k in base_keys and k not in may_change and keys[k] != base_keys[k])
+        if changed:
+            fails.append(f"slice key changed for {len(changed)} untouched kernel(s): {changed[:3]}")
+    same = sorted(k for k in must_change if k in keys and k in base_keys and keys[k] == base_keys[k])
+    if same:
+        fails.append(f"slice key kept by {len(same)} kernel(s) whose slice the mutation edited: {same[:3]}")
+    return fails
+
+
+def check_mutant(binary, path, work, shared_cache, base_keys, may_change, must_change=(), base_path=None):
     """Invariant failures of one mutant (strings)."""
     os.makedirs(work, exist_ok=True)
     with open(path, "rb") as f:
         arch = rwlib.arch_of(f.read())
-    res = rwlib.check_module(binary, path, work, jobs=1,
-                             modes={"default": [], "reloc": ["--relocatable-units"]},
+    res = rwlib.check_module(binary, path, work, jobs=1, modes=CHECK_MODES,
                              tiers={"default": ("cold", "warm", "nomodule"),
-                                    "reloc": ("cold", "warm", "nomodule")},
+                                    "reloc": ("cold", "warm", "nomodule"),
+                                    "unit1": ("cold", "nomodule")},
                              want_resources=False)
     fails = list(res["failures"])
     if res["skipped"]:
@@ -546,15 +723,15 @@ def check_mutant(binary, path, work, shared_cache, base_keys, may_change):
             fails.append("incremental build (cache shared with earlier mutants) differs from the cold build")
     except rwlib.BuildError as e:
         fails.append(f"incremental build: {e}")
-    if base_keys is not None and may_change != "ALL":
+    if base_path:
+        fails += edit_failures(binary, base_path, path, work, arch)
+    if base_keys is not None:
         try:
-            keys = tc.slice_keys(path)
+            keys = tc.slice_keys(path, *PER_KERNEL)
         except rwlib.BuildError as e:
             fails.append(f"explain: {e}")
             keys = {}
-        changed = sorted(k for k in keys if k in base_keys and k not in may_change and keys[k] != base_keys[k])
-        if changed:
-            fails.append(f"slice key changed for {len(changed)} untouched kernel(s): {changed[:3]}")
+        fails += key_failures(keys, base_keys, may_change, must_change)
     return fails
 
 
@@ -594,12 +771,9 @@ def quick_failures(binary, path, work, key_check, cand_items):
             fails += rwlib.symbol_failures(whole, out, mode, refs.relocatable, refs.alone)
         except rwlib.BuildError as e:
             fails.append(f"{mode} cold: {e}")
-    base_keys, may_change = key_check(cand_items)
-    if base_keys is not None and may_change != "ALL":
-        keys = tc.slice_keys(path)
-        changed = sorted(k for k in keys if k in base_keys and k not in may_change and keys[k] != base_keys[k])
-        if changed:
-            fails.append(f"slice key changed for {len(changed)} untouched kernel(s): {changed[:3]}")
+    base_keys, may_change, must_change = key_check(cand_items)
+    if base_keys is not None:
+        fails += key_failures(tc.slice_keys(path, *PER_KERNEL), base_keys, may_change, must_change)
     return fails
 
 
@@ -688,7 +862,7 @@ class Fuzzer:
         arch = rwlib.arch_of(text.encode())
         base_items = cut(text, rng)
         items = list(base_items)
-        state = {"counter": 0, "may_change": set(), "removed": set(), "added": set()}
+        state = {"counter": 0, "may_change": set(), "must_change": set(), "removed": set(), "added": set()}
         done = []
         for _ in range(1 if rng.random() < 0.5 else rng.randint(2, 3)):
             fn, kind = rng.choice(MUTATIONS)
@@ -715,14 +889,12 @@ class Fuzzer:
                 return
             self.accepted += 1
             tc = rwlib.Taskcache(self.binary, os.path.join(d, "explain-cache"), arch, 1)
-            base_keys = None
-            if state["may_change"] != "ALL":
-                try:
-                    base_keys = tc.slice_keys(base_path)
-                except rwlib.BuildError:
-                    base_keys = None
+            try:
+                base_keys = tc.slice_keys(base_path, *PER_KERNEL)
+            except rwlib.BuildError:
+                base_keys = None
             fails = check_mutant(self.binary, mut_path, os.path.join(d, "check"), self.shared_cache,
-                                 base_keys, state["may_change"])
+                                 base_keys, state["may_change"], state["must_change"], base_path)
             if fails:
                 self.report(module, seed, it, done, fails, items, base_items, arch, d, state, deadline)
         finally:
@@ -740,20 +912,23 @@ class Fuzzer:
         bt = ptxitems.join(base_items)
 
         base_keys = None
-        if state["may_change"] != "ALL":
-            tc = rwlib.Taskcache(self.binary, os.path.join(d, "k"), arch, 1)
-            p = os.path.join(d, "kb.ptx")
-            with open(p, "w") as f:
-                f.write(bt)
-            try:
-                base_keys = tc.slice_keys(p)
-            except rwlib.BuildError:
-                pass
+        tc = rwlib.Taskcache(self.binary, os.path.join(d, "k"), arch, 1)
+        p = os.path.join(d, "kb.ptx")
+        with open(p, "w") as f:
+            f.write(bt)
+        try:
+            base_keys = tc.slice_keys(p, *PER_KERNEL)
+        except rwlib.BuildError:
+            pass
 
         def key_check(cand):
-            return (base_keys, state["may_change"]) if base_keys is not None else (None, "ALL")
+            if base_keys is None:
+                return None, "ALL", ()
+            return base_keys, state["may_change"], state["must_change"]
         small = items
-        if self.args.minimize_seconds > 0:
+        # an edit's failure needs the base module built first, which
+        # minimizing the mutant alone cannot keep: saved as it is
+        if self.args.minimize_seconds > 0 and "after the unmutated module" not in sig:
             small = minimize(self.binary, list(items), sig,
                              d, arch, min(deadline + self.args.minimize_seconds,
                                           time.monotonic() + self.args.minimize_seconds), key_check)
@@ -782,13 +957,15 @@ def replay(args):
         if not ptxas_accepts(path, arch):
             print(f"{path}: ptxas rejects it")
             return 2
-        fails = check_mutant(os.path.abspath(args.taskcache), path, os.path.join(work, "check"),
-                             os.path.join(work, "shared"), None, "ALL")
         base = re.sub(r"\.ptx$", ".base.ptx", path)
-        if os.path.exists(base) and base != path:
+        have_base = os.path.exists(base) and base != path
+        fails = check_mutant(os.path.abspath(args.taskcache), path, os.path.join(work, "check"),
+                             os.path.join(work, "shared"), None, "ALL",
+                             base_path=base if have_base else None)
+        if have_base:
             tc = rwlib.Taskcache(os.path.abspath(args.taskcache), os.path.join(work, "k"), arch, 1)
             try:
-                kb, km = tc.slice_keys(base), tc.slice_keys(path)
+                kb, km = tc.slice_keys(base, *PER_KERNEL), tc.slice_keys(path, *PER_KERNEL)
                 changed = sorted(k for k in km if k in kb and kb[k] != km[k])
                 if changed:
                     print(f"note: {len(changed)} kernel(s) have other keys than in {base} "

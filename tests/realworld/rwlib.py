@@ -147,10 +147,12 @@ class Taskcache:
             raise BuildError(f"taskcache stats exited {p.returncode}")
         return json.loads(p.stdout)
 
-    def slice_keys(self, ptx):
+    def slice_keys(self, ptx, *extra):
         """kernel name -> slice key (taskcache explain --json), for the
-        kernels that have one: a module compiled whole has no slices."""
-        p = run([self.binary, "explain", ptx, "--arch", self.arch, "--cache-dir", self.cache, "--json"])
+        kernels that have one: a module compiled whole has no slices (a
+        small one is split when extra gives --unit-cost)."""
+        p = run([self.binary, "explain", ptx, "--arch", self.arch, "--cache-dir", self.cache, "--json",
+                 *extra])
         if p.returncode != 0:
             raise BuildError(f"taskcache explain exited {p.returncode}: "
                              f"{p.stderr.decode(errors='replace').strip()[-800:]}")
