@@ -32,7 +32,8 @@ shadows a module-scope variable; put the address of a directly called helper
 in a `.global` table; add comment lines, blank lines and whitespace inside
 bodies; add an identical compiler-named constant; add a `.file` directive;
 add an unused `$__tc...` variable; edit a number in a kernel, in a helper
-.func or in a module variable's initializer; give a kernel `.maxnreg`.
+.func or in a module variable's initializer; give a kernel `.maxnreg`;
+make a module variable larger or more aligned.
 
 A failing mutant is minimized (items removed while the same failure
 remains, for at most --minimize-seconds) and saved, with what failed and
@@ -610,6 +611,30 @@ def m_edit_initializer(items, rng, state):
     return f"edit variable {it.name}: a number of its initializer {old} changed"
 
 
+def m_edit_variable_shape(items, rng, state):
+    """A module variable made larger or more aligned: its users' code may
+    address it otherwise (and .shared ones lay out a block's memory)."""
+    cands = [i for i, it in enumerate(items) if it.kind in ("global", "const", "shared") and
+             it.is_definition and it.name and re.search(r"\.align\s+\d+|\[\d+\]", it.text.split("=", 1)[0])]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    it = items[i]
+    head, eq, tail = it.text.partition("=")
+    dims = list(re.finditer(r"\[(\d+)\]", head))
+    if dims and (rng.random() < 0.5 or ".align" not in head):
+        m = rng.choice(dims)
+        head = head[:m.start(1)] + str(int(m.group(1)) + 4) + head[m.end(1):]
+        what = "4 elements more"
+    else:
+        head = re.sub(r"\.align\s+(\d+)", lambda m: f".align {min(int(m.group(1)) * 2, 256)}", head, count=1)
+        what = "twice the alignment"
+    items[i] = ptxitems.Item(head + eq + tail)
+    for k in referrers(items, it.name):
+        touch(state, k)
+    return f"variable {it.name}: {what}"
+
+
 def m_maxnreg(items, rng, state):
     cands = [i for i in entries(items) if ".maxnreg" not in items[i].text]
     if not cands:
@@ -635,7 +660,7 @@ MUTATIONS = [
     (m_nul_end, "stable"), (m_indirect_call, "free"), (m_alias, "stable"),
     (m_param_like_global, "stable"), (m_weak, "free"),
     (m_edit_kernel, "stable"), (m_edit_helper, "stable"), (m_edit_initializer, "stable"),
-    (m_maxnreg, "stable"),
+    (m_maxnreg, "stable"), (m_edit_variable_shape, "stable"),
 ]
 
 # the modes a mutant is built in, and the option that gives every kernel a
