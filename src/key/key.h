@@ -9,10 +9,11 @@
 
 #include "util/hash.h"
 
-/* Version of the slicing and unit-grouping rules: part of module keys,
+/* Version of the slicing, naming and unit-grouping rules (7: .shared
+ * variables keep their compiler-given names): part of module keys,
  * because it decides which objects a module is linked from. Unit keys need
  * no such field: they hash the very text that is compiled. */
-#define TC_SLICER_VERSION 6
+#define TC_SLICER_VERSION 7
 
 /* Version of what a module record holds beyond the record format (2: its
  * entries carry the kernels' -v lines, which earlier versions' readers
