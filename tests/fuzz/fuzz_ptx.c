@@ -134,6 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 int whole_program;
                 if (tc_slicer_emit_unit(s, idx, c, &t, &whole_program) == 0) {
                     check_reparses(&t);
+                    /* relocatable units only: a whole-program unit
+                     * declares the module's .const variables first, in the
+                     * module's order, which its own text no longer tells
+                     * (sliced again, they sort by name) */
                     if (mode == 0 && !forward)
                         check_fixed_point(&t);
                 }
