@@ -603,8 +603,8 @@ def m_edit_initializer(items, rng, state):
     it = items[i]
     eq = it.text.index("=") + 1
     m = rng.choice(list(number.finditer(it.text, eq)))
-    text, old = bumped(it.text, m.span(), limit=254 if ".b8" in it.text.split("=", 1)[0] or
-                       ".u8" in it.text.split("=", 1)[0] or ".s8" in it.text.split("=", 1)[0] else (1 << 31) - 2)
+    byte = re.search(r"\.[bsu]8\b", it.text[:eq])  # a value must fit its type
+    text, old = bumped(it.text, m.span(), limit=126 if byte else (1 << 31) - 2)
     items[i] = ptxitems.Item(text)
     for k in referrers(items, it.name):
         touch(state, k)
