@@ -18,6 +18,11 @@ CUDA, numba-cuda, Triton) and the NVRTC modules generated at test time:
     content-derived $__tcA... names, are counted as a class);
   * no kernel has less static shared memory than the whole-module builds
     (ptxas whole, and ptxas -c + nvlink where the two differ);
+  * an edit as a user makes it: one number of the module's first kernel
+    changed, the edited module built with the cache of the module's own
+    builds (default and --unit-cost 1) must be byte-identical to its cold
+    build (a key that missed the edit would serve the old code), and with
+    a unit a kernel it compiles one unit at most;
   * registers, local memory (from .nv.info) and static shared memory of
     every kernel in the default and relocatable-unit images are compared
     with the whole build and summarized per module. More than the whole
@@ -27,7 +32,7 @@ Prints one line per module and a summary; exits 1 if any invariant failed,
 2 on usage errors.
 
 Usage: check.py --taskcache BIN [--jobs N] [--table FILE] [--only GLOB]
-                [--modes default,reloc,unit1] [--no-nvrtc] [--keep DIR]
+                [--modes default,reloc,unit1] [--no-nvrtc] [--no-edit] [--keep DIR]
 """
 
 import argparse
@@ -52,6 +57,8 @@ def parse_args(argv):
     ap.add_argument("--modes", default=",".join(rwlib.MODES),
                     help="comma-separated subset of " + ",".join(rwlib.MODES))
     ap.add_argument("--no-nvrtc", action="store_true", help="skip the NVRTC modules made at test time")
+    ap.add_argument("--no-edit", action="store_true",
+                    help="skip the edit of each module (one kernel's number changed, built after it)")
     ap.add_argument("--keep", help="keep the work files (PTX, images, caches) in this directory")
     a = ap.parse_args(argv)
     if not os.access(a.taskcache, os.X_OK):
@@ -66,10 +73,36 @@ def parse_args(argv):
     return a
 
 
+# the modes in which a module is edited after its builds (the relocatable
+# units' keys are made the same way as the default's)
+EDIT_MODES = ("default", "unit1")
+
+
+def check_edit(args, ptx, work, tc_jobs):
+    """One kernel of the module edited (a number in it changed), built with
+    the cache of the module's own builds: the edited module's cold image,
+    and with a unit a kernel one unit compiled at most."""
+    with open(ptx, "rb") as f:
+        text = f.read().decode("latin-1")
+    edited, kernel = rwlib.edited_kernel(text)
+    if not edited:
+        return []
+    path = os.path.join(work, "edited.ptx")
+    with open(path, "wb") as f:
+        f.write(edited.encode("latin-1"))
+    modes = {m: args.modes[m] for m in EDIT_MODES if m in args.modes}
+    fails = rwlib.edit_failures(os.path.abspath(args.taskcache), ptx, path, work,
+                                rwlib.arch_of(text.encode("latin-1")), modes, jobs=tc_jobs,
+                                cache=os.path.join(work, "cache"), one_unit=("unit1",))
+    return [f"{f} (kernel {kernel})" for f in fails]
+
+
 def check_one(args, module, ptx, work, tc_jobs):
     t0 = time.monotonic()
     try:
         res = rwlib.check_module(os.path.abspath(args.taskcache), ptx, work, jobs=tc_jobs, modes=args.modes)
+        if not res["skipped"] and not args.no_edit:
+            res["failures"] += check_edit(args, ptx, work, tc_jobs)
     except Exception as e:  # a crash of the checker itself is a failure too
         res = {"failures": [f"checker error: {type(e).__name__}: {e}"], "split": {}, "notes": [],
                "resources": {}, "skipped": None}

@@ -504,31 +504,6 @@ def m_tc_name(items, rng, state):
     return "unused variable named $__tc..."
 
 
-# A decimal immediate, the last operand of an instruction: "add.s32 %r1,
-# %r2, 7;". Hexadecimal and float operands (0x.., 0f..) do not match.
-IMMEDIATE = re.compile(r"(,[ \t]*)(-?\d+)([ \t]*;)")
-
-
-def immediate_sites(text):
-    """(start, end) of each immediate in a function body that an edit may
-    change: not in a comment, not in a directive (.reg, .loc, .pragma)."""
-    span = ptxitems.body_span(text)
-    if not span:
-        return []
-    sites = []
-    for m in IMMEDIATE.finditer(text, span[0], span[1]):
-        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
-        if "//" not in line and "/*" not in line and not line.lstrip().startswith("."):
-            sites.append(m.span(2))
-    return sites
-
-
-def bumped(text, span, limit=(1 << 31) - 2):
-    """text with the number at span one larger (one smaller at the limit)."""
-    v = int(text[span[0]:span[1]])
-    return text[:span[0]] + str(v + 1 if v < limit else v - 1) + text[span[1]:], v
-
-
 def referrers(items, name):
     """Names of the kernels, functions and variables whose text names
     `name`, directly or through one another: all an edit of it can reach."""
@@ -571,12 +546,12 @@ def callers_through_calls(items, name):
 
 
 def edit_function(items, rng, state, indices):
-    cands = [i for i in indices if immediate_sites(items[i].text)]
+    cands = [i for i in indices if ptxitems.immediate_sites(items[i].text)]
     if not cands:
         return None
     i = rng.choice(cands)
     it = items[i]
-    text, old = bumped(it.text, rng.choice(immediate_sites(it.text)))
+    text, old = ptxitems.bumped(it.text, rng.choice(ptxitems.immediate_sites(it.text)))
     items[i] = ptxitems.Item(text)
     for k in referrers(items, it.name) | {it.name}:
         touch(state, k)
@@ -604,7 +579,7 @@ def m_edit_initializer(items, rng, state):
     eq = it.text.index("=") + 1
     m = rng.choice(list(number.finditer(it.text, eq)))
     byte = re.search(r"\.[bsu]8\b", it.text[:eq])  # a value must fit its type
-    text, old = bumped(it.text, m.span(), limit=126 if byte else (1 << 31) - 2)
+    text, old = ptxitems.bumped(it.text, m.span(), limit=126 if byte else (1 << 31) - 2)
     items[i] = ptxitems.Item(text)
     for k in referrers(items, it.name):
         touch(state, k)
@@ -687,33 +662,6 @@ def ptxas_accepts(path, arch):
     return p.returncode == 0
 
 
-def edit_failures(binary, base_path, path, work, arch):
-    """The mutant built with a cache that holds the base module's build, in
-    every mode, against that mode's cold image of the mutant (check_module
-    made them in work): a unit whose key misses what the edit changed would
-    be served with the base module's code."""
-    fails = []
-    for mode, extra in CHECK_MODES.items():
-        cold = os.path.join(work, f"{mode}.cold.cubin")
-        if not os.path.exists(cold):
-            continue
-        tc = rwlib.Taskcache(binary, os.path.join(work, f"edit-cache-{mode}"), arch, 1)
-        try:
-            tc.build(base_path, os.path.join(work, f"{mode}.base.cubin"), *extra)
-        except rwlib.BuildError:
-            continue  # the base module alone is not what is under test
-        out = os.path.join(work, f"{mode}.edit.cubin")
-        try:
-            tc.build(path, out, *extra)
-        except rwlib.BuildError as e:
-            fails.append(f"{mode} edit: after the unmutated module, {e}")
-            continue
-        if not rwlib.same_bytes(cold, out):
-            fails.append(f"{mode} edit: built after the unmutated module, the image differs from the "
-                         "cold build (old code served)")
-    return fails
-
-
 def key_failures(keys, base_keys, may_change, must_change):
     fails = []
     if may_change != "ALL":
@@ -749,7 +697,7 @@ def check_mutant(binary, path, work, shared_cache, base_keys, may_change, must_c
     except rwlib.BuildError as e:
         fails.append(f"incremental build: {e}")
     if base_path:
-        fails += edit_failures(binary, base_path, path, work, arch)
+        fails += rwlib.edit_failures(binary, base_path, path, work, arch, CHECK_MODES, cold_images=True)
     if base_keys is not None:
         try:
             keys = tc.slice_keys(path, *PER_KERNEL)
@@ -953,7 +901,7 @@ class Fuzzer:
         small = items
         # an edit's failure needs the base module built first, which
         # minimizing the mutant alone cannot keep: saved as it is
-        if self.args.minimize_seconds > 0 and "after the unmutated module" not in sig:
+        if self.args.minimize_seconds > 0 and "after the unedited module" not in sig:
             small = minimize(self.binary, list(items), sig,
                              d, arch, min(deadline + self.args.minimize_seconds,
                                           time.monotonic() + self.args.minimize_seconds), key_check)

@@ -159,3 +159,28 @@ def references(text, name):
 
 def rename(text, old, new):
     return re.sub(r"(?<![\w$.%])" + re.escape(old) + r"(?![\w$.%])", new, text)
+
+
+# A decimal immediate, the last operand of an instruction: "add.s32 %r1,
+# %r2, 7;". Hexadecimal and float operands (0x.., 0f..) do not match.
+IMMEDIATE = re.compile(r"(,[ \t]*)(-?\d+)([ \t]*;)")
+
+
+def immediate_sites(text):
+    """(start, end) of each immediate in a function body that an edit may
+    change: not in a comment, not in a directive (.reg, .loc, .pragma)."""
+    span = body_span(text)
+    if not span:
+        return []
+    sites = []
+    for m in IMMEDIATE.finditer(text, span[0], span[1]):
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if "//" not in line and "/*" not in line and not line.lstrip().startswith("."):
+            sites.append(m.span(2))
+    return sites
+
+
+def bumped(text, span, limit=(1 << 31) - 2):
+    """text with the number at span one larger (one smaller at the limit)."""
+    v = int(text[span[0]:span[1]])
+    return text[:span[0]] + str(v + 1 if v < limit else v - 1) + text[span[1]:], v

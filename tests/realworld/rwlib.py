@@ -536,3 +536,67 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
                 fails.append(f"{mode} --no-module-cache: {after['compiles'] - before['compiles']} "
                              "units compiled again instead of read from their records")
     return res
+
+
+# --------------------------------------------------------------------------
+# edits
+
+COMPILED_RE = re.compile(r" kernels in \d+ units: \d+ from cache, (\d+) compiled")
+
+
+def edited_kernel(text):
+    """The module with one immediate operand of its first kernel that has
+    one made one larger, and that kernel's name; (None, None) when no
+    kernel has one."""
+    items = ptxitems.split(text)
+    for i, it in enumerate(items):
+        if it.kind == "entry" and it.is_definition:
+            sites = ptxitems.immediate_sites(it.text)
+            if sites:
+                items[i] = ptxitems.Item(ptxitems.bumped(it.text, sites[0])[0])
+                return ptxitems.join(items), it.name
+    return None, None
+
+
+def edit_failures(binary, base, edited, work, arch, modes, jobs=1, cache=None, cold_images=False,
+                  one_unit=()):
+    """An edit as a user makes it: in each mode the edited module built with
+    a cache that holds the base module's build must give the edited
+    module's cold image; a unit whose key missed what the edit changed
+    would be served with the base module's code. `cache`: a cache the base
+    was built into in every mode already (else a fresh one per mode, and
+    the base is built first). `cold_images`: work holds the edited module's
+    cold image of each mode as MODE.cold.cubin (else a --no-cache build
+    makes it). `one_unit`: modes in which the edit may compile one unit at
+    most (or the module whole)."""
+    fails = []
+    for mode, extra in modes.items():
+        tc = Taskcache(binary, cache or os.path.join(work, f"edit-cache-{mode}"), arch, jobs)
+        if not cache:
+            try:
+                tc.build(base, os.path.join(work, f"{mode}.base.cubin"), *extra)
+            except BuildError:
+                continue  # the base module alone is not what is under test
+        cold = os.path.join(work, f"{mode}.cold.cubin")
+        if not cold_images:
+            cold = os.path.join(work, f"{mode}.edited-cold.cubin")
+            try:
+                tc.build(edited, cold, *extra, cache=False)
+            except BuildError:
+                continue  # an edit the compiler rejects is no edit to check
+        if not os.path.exists(cold):
+            continue
+        out = os.path.join(work, f"{mode}.edit.cubin")
+        try:
+            err = tc.build(edited, out, *extra)
+        except BuildError as e:
+            fails.append(f"{mode} edit: after the unedited module, {e}")
+            continue
+        if not same_bytes(cold, out):
+            fails.append(f"{mode} edit: built after the unedited module, the image differs from the "
+                         "cold build (old code served)")
+        compiled = COMPILED_RE.search(summary_line(err))
+        # at most one: an earlier mode may have compiled the same unit
+        if mode in one_unit and compiled and int(compiled.group(1)) > 1:
+            fails.append(f"{mode} edit: {compiled.group(1)} units compiled for an edit of one kernel")
+    return fails
