@@ -18,11 +18,12 @@ CUDA, numba-cuda, Triton) and the NVRTC modules generated at test time:
     content-derived $__tcA... names, are counted as a class);
   * no kernel has less static shared memory than the whole-module builds
     (ptxas whole, and ptxas -c + nvlink where the two differ);
-  * an edit as a user makes it: one number of the module's first kernel
-    changed, the edited module built with the cache of the module's own
-    builds (default and --unit-cost 1) must be byte-identical to its cold
-    build (a key that missed the edit would serve the old code), and with
-    a unit a kernel it compiles one unit at most;
+  * an edit as a user makes it: one number changed in the module's first
+    kernel and in its first helper .func, the edited module built with the
+    cache of the module's own builds (default and --unit-cost 1) must be
+    byte-identical to its cold build (a key that missed the edit would
+    serve the old code), and with a unit a kernel, when the module has no
+    helper to edit, it compiles one unit at most;
   * registers, local memory (from .nv.info) and static shared memory of
     every kernel in the default and relocatable-unit images are compared
     with the whole build and summarized per module. More than the whole
@@ -79,12 +80,13 @@ EDIT_MODES = ("default", "unit1")
 
 
 def check_edit(args, ptx, work, tc_jobs):
-    """One kernel of the module edited (a number in it changed), built with
-    the cache of the module's own builds: the edited module's cold image,
-    and with a unit a kernel one unit compiled at most."""
+    """A kernel and a helper of the module edited (a number in each
+    changed), built with the cache of the module's own builds: the edited
+    module's cold image, and with a unit a kernel, when only a kernel was
+    edited, one unit compiled at most."""
     with open(ptx, "rb") as f:
         text = f.read().decode("latin-1")
-    edited, kernel = rwlib.edited_kernel(text)
+    edited, kernel, helper = rwlib.edited_module(text)
     if not edited:
         return []
     path = os.path.join(work, "edited.ptx")
@@ -93,8 +95,9 @@ def check_edit(args, ptx, work, tc_jobs):
     modes = {m: args.modes[m] for m in EDIT_MODES if m in args.modes}
     fails = rwlib.edit_failures(os.path.abspath(args.taskcache), ptx, path, work,
                                 rwlib.arch_of(text.encode("latin-1")), modes, jobs=tc_jobs,
-                                cache=os.path.join(work, "cache"), one_unit=("unit1",))
-    return [f"{f} (kernel {kernel})" for f in fails]
+                                cache=os.path.join(work, "cache"), one_unit=() if helper else ("unit1",))
+    what = ", ".join(f"{k} {n}" for k, n in (("kernel", kernel), ("helper", helper)) if n)
+    return [f"{f} (edited: {what})" for f in fails]
 
 
 def check_one(args, module, ptx, work, tc_jobs):

@@ -544,18 +544,23 @@ def check_module(binary, ptx, work, jobs=1, modes=MODES, tiers=None, want_resour
 COMPILED_RE = re.compile(r" kernels in \d+ units: \d+ from cache, (\d+) compiled")
 
 
-def edited_kernel(text):
-    """The module with one immediate operand of its first kernel that has
-    one made one larger, and that kernel's name; (None, None) when no
-    kernel has one."""
+def edited_module(text):
+    """The module with one immediate operand made one larger in its first
+    kernel that has one and in its first helper .func that has one (a
+    helper's text is copied into the unit of every kernel that calls it),
+    and the names of the two (None where there was none); (None, None,
+    None) when nothing could be edited."""
     items = ptxitems.split(text)
+    names = {"entry": None, "func": None}
     for i, it in enumerate(items):
-        if it.kind == "entry" and it.is_definition:
+        if it.kind in names and names[it.kind] is None and it.is_definition:
             sites = ptxitems.immediate_sites(it.text)
             if sites:
                 items[i] = ptxitems.Item(ptxitems.bumped(it.text, sites[0])[0])
-                return ptxitems.join(items), it.name
-    return None, None
+                names[it.kind] = it.name
+    if not names["entry"] and not names["func"]:
+        return None, None, None
+    return ptxitems.join(items), names["entry"], names["func"]
 
 
 def edit_failures(binary, base, edited, work, arch, modes, jobs=1, cache=None, cold_images=False,
