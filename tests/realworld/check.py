@@ -85,8 +85,8 @@ def check_edit(args, ptx, work, tc_jobs):
     module's cold image, and with a unit a kernel, when only a kernel was
     edited, one unit compiled at most."""
     with open(ptx, "rb") as f:
-        text = f.read().decode("latin-1")
-    edited, kernel, helper = rwlib.edited_module(text)
+        data = f.read()
+    edited, kernel, helper = rwlib.edited_module(data.decode("latin-1"))  # every byte kept
     if not edited:
         return []
     path = os.path.join(work, "edited.ptx")
@@ -94,7 +94,7 @@ def check_edit(args, ptx, work, tc_jobs):
         f.write(edited.encode("latin-1"))
     modes = {m: args.modes[m] for m in EDIT_MODES if m in args.modes}
     fails = rwlib.edit_failures(os.path.abspath(args.taskcache), ptx, path, work,
-                                rwlib.arch_of(text.encode("latin-1")), modes, jobs=tc_jobs,
+                                rwlib.arch_of(data), modes, jobs=tc_jobs,
                                 cache=os.path.join(work, "cache"), one_unit=() if helper else ("unit1",))
     what = ", ".join(f"{k} {n}" for k, n in (("kernel", kernel), ("helper", helper)) if n)
     return [f"{f} (edited: {what})" for f in fails]

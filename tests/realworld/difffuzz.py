@@ -82,10 +82,15 @@ def module_vars(items):
     return [it.name for it in items if it.kind in ("global", "const", "shared") and it.name]
 
 
+def call_of(name):
+    """A call instruction naming `name` as its callee."""
+    return re.compile(r"\bcall(?:\.uni)?\b[^;]*?[\s,(]" + re.escape(name) + r"\s*[,;)]")
+
+
 def callers(items, name):
+    call = call_of(name)
     return [it.name for it in items if it.kind in ("entry", "func") and it.is_definition
-            and it.name != name and re.search(r"\bcall(?:\.uni)?\b[^;]*?[\s,(]" + re.escape(name) + r"\s*[,;)]",
-                                              it.text)]
+            and it.name != name and call.search(it.text)]
 
 
 def insert_in_body(text, snippet, rng, at_start=False):
@@ -504,24 +509,32 @@ def m_tc_name(items, rng, state):
     return "unused variable named $__tc..."
 
 
+def reach(name, step):
+    """Every name step leads to from `name`, and on from those; None when
+    step returns None for one of them (the walk is given up)."""
+    seen, todo = set(), [name]
+    while todo:
+        following = step(todo.pop())
+        if following is None:
+            return None
+        for n in following:
+            if n not in seen and n != name:
+                seen.add(n)
+                todo.append(n)
+    return seen
+
+
 def referrers(items, name):
     """Names of the kernels, functions and variables whose text names
     `name`, directly or through one another: all an edit of it can reach."""
-    seen, todo = set(), [name]
-    while todo:
-        n = todo.pop()
-        for it in items:
-            if it.name and it.is_definition and it.name not in seen and it.name != n and \
-                    ptxitems.references(it.text, n):
-                seen.add(it.name)
-                todo.append(it.name)
-    return seen
+    return reach(name, lambda n: [it.name for it in items if it.name and it.is_definition and
+                                  it.name != n and ptxitems.references(it.text, n)])
 
 
 def called_only(items, name):
     """Whether `name` is only ever called (its address taken nowhere): then
     every caller's slice holds its text."""
-    call = re.compile(r"\bcall(?:\.uni)?\b[^;]*?[\s,(]" + re.escape(name) + r"\s*[,;)]")
+    call = call_of(name)
     for it in items:
         if it.name != name and ptxitems.references(it.text, name) and \
                 (it.kind not in ("entry", "func") or ptxitems.references(call.sub("", it.text), name)):
@@ -533,25 +546,17 @@ def callers_through_calls(items, name):
     """Kernels and functions that call `name` directly or through calls to
     functions that do, when no function on the way has its address taken
     (None otherwise: a caller may then reach it through the module data)."""
-    seen, todo = set(), [name]
-    while todo:
-        n = todo.pop()
-        if not called_only(items, n):
-            return None
-        for c in callers(items, n):
-            if c not in seen:
-                seen.add(c)
-                todo.append(c)
-    return seen
+    return reach(name, lambda n: callers(items, n) if called_only(items, n) else None)
 
 
 def edit_function(items, rng, state, indices):
-    cands = [i for i in indices if ptxitems.immediate_sites(items[i].text)]
+    sites = {i: ptxitems.immediate_sites(items[i].text) for i in indices}
+    cands = [i for i in indices if sites[i]]
     if not cands:
         return None
     i = rng.choice(cands)
     it = items[i]
-    text, old = ptxitems.bumped(it.text, rng.choice(ptxitems.immediate_sites(it.text)))
+    text, old = ptxitems.bumped(it.text, rng.choice(sites[i]))
     items[i] = ptxitems.Item(text)
     for k in referrers(items, it.name) | {it.name}:
         touch(state, k)
@@ -638,10 +643,10 @@ MUTATIONS = [
     (m_maxnreg, "stable"), (m_edit_variable_shape, "stable"),
 ]
 
-# the modes a mutant is built in, and the option that gives every kernel a
-# slice key
-CHECK_MODES = {"default": [], "reloc": ["--relocatable-units"], "unit1": ["--unit-cost", "1"]}
-PER_KERNEL = ("--unit-cost", "1")
+# the modes a mutant is built in (all of check.py's), and the option that
+# gives every kernel a slice key
+CHECK_MODES = rwlib.MODES
+PER_KERNEL = rwlib.MODES["unit1"]
 
 
 # --------------------------------------------------------------------------
