@@ -33,7 +33,11 @@
 #       launch asking for all the dynamic shared memory:
 #       tests/gpu/launch_attributes.py
 #   (h) Triton compiling through TRITON_PTXAS_PATH=taskcache ptxas:
-#       tests/gpu/triton_ptxas_check.py
+#       tests/gpu/triton_ptxas_check.py; (h2) CUTLASS's Hopper GEMMs built
+#       by nvcc alone and by nvcc through taskcache shims, run: every GEMM
+#       matches its reference and both programs give the same bytes
+#       (tests/gpu/cutlass_check.py; the programs come built in
+#       .gpudeps/cutlass, or are built here from $CUTLASS_DIR)
 #   (i) taskcache run with JITs that hand PTX to the driver (Quadrants,
 #       CuPy, cuda.core; PyTorch's NVRTC kernels and numba-cuda, which
 #       hand it none here, are checked for identical results):
@@ -55,8 +59,8 @@
 #       CPUs (taskset); informational. GPU_CHECK_TWO_CORE_ARGS replaces the
 #       edit_cost.py arguments ("--costs 250,700,1000 generated": sizes beside
 #       the default, 500).
-# STEPs for --skip: identity, realworld, attributes, sass, timing, first, python, bench, triton, intercept,
-# xla, corpus, twocore.
+# STEPs for --skip: identity, realworld, attributes, sass, timing, first, python, bench, triton, cutlass,
+# intercept, xla, corpus, twocore.
 #
 # --dry-run: no GPU needed. Builds, generates, runs ptxas, the spec checker,
 # the taskcache builds of (a) with their cache expectations (gpu_run
@@ -156,7 +160,7 @@ COMMON=(--work "$WORK" --log "$LOG" --start "$START")
 
 summary_and_exit() {
     local skipped_steps=()
-    for s in identity realworld attributes sass timing first python bench triton intercept xla corpus; do
+    for s in identity realworld attributes sass timing first python bench triton cutlass intercept xla corpus; do
         skipped "$s" && skipped_steps+=("$s")
     done
     # the table is printed last; the files in $OUT are collected first
@@ -172,7 +176,7 @@ summary_and_exit() {
     [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
     [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
     # the tables of (g), (h), (i) and (j), one file
-    for f in realworld.log attributes.log triton.log intercept.log xla.log; do
+    for f in realworld.log attributes.log triton.log cutlass.log intercept.log xla.log; do
         [ -f "$WORK/$f" ] && { echo "==== $f"; cat "$WORK/$f"; }
     done > "$OUT/checks.txt"
     [ -s "$OUT/checks.txt" ] || rm -f "$OUT/checks.txt"
@@ -500,6 +504,30 @@ else
     tail_log "$WORK/triton.log" 10
     case $trc in 0) res=PASS ;; 2) res=SKIPPED ;; *) res=FAIL ;; esac
     row "(h) Triton via taskcache ptxas" "$res" "$(grep -E '^(first|second|bundled) ' "$WORK/triton.log" | awk '{print $1 ": " $4 " built, " $5 " hits, " $6 " compiled"}' | tr '\n' ';')" 1
+fi
+
+# ---- (h2) CUTLASS through nvcc and taskcache shims ----------------------------------------------
+if skipped cutlass; then say "(h2) SKIPPED on request"
+elif [ "$DRY" = 1 ]; then row "(h2) CUTLASS via nvcc + taskcache" "DRY" "needs a GPU" 0
+else
+    say "(h2) CUTLASS's Hopper GEMMs, nvcc alone and through taskcache shims (tests/gpu/cutlass_check.py)"
+    CUTLASS_BINS=$ROOT/.gpudeps/cutlass
+    crc=0
+    if [ ! -f "$CUTLASS_BINS/build.json" ] && [ -n "${CUTLASS_DIR:-}" ]; then
+        CUTLASS_BINS=$WORK/cutlass
+        timeout -k 10 400 python3 tests/gpu/cutlass_check.py build --cutlass "$CUTLASS_DIR" \
+            --taskcache "$TASKCACHE" --out "$CUTLASS_BINS" > "$WORK/cutlass.log" 2>&1
+        crc=$?
+    fi
+    if [ "$crc" = 0 ]; then
+        timeout -k 10 300 python3 tests/gpu/cutlass_check.py run --bins "$CUTLASS_BINS" --out "$OUT" \
+            >> "$WORK/cutlass.log" 2>&1
+        crc=$?
+    fi
+    cat "$WORK/cutlass.log" >> "$LOG"
+    tail_log "$WORK/cutlass.log" 16
+    case $crc in 0) res=PASS ;; 2) res=SKIPPED ;; 124|137) res=INCOMPLETE ;; *) res=FAIL ;; esac
+    row "(h2) CUTLASS via nvcc + taskcache" "$res" "$(grep -E '^cutlass:|^cutlass_check:' "$WORK/cutlass.log" | tail -n 1)" 1
 fi
 
 # ---- (i) taskcache run: JITs that hand PTX to the driver ----------------------------------------

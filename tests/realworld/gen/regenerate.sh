@@ -5,22 +5,27 @@
 #
 #   tests/realworld/gen/regenerate.sh [GENERATOR...]
 #
-# GENERATOR: nvcc-cccl, nvcc-llmc, clang-cccl, numba, triton, warp (default: all),
+# GENERATOR: nvcc-cccl, nvcc-llmc, nvcc-cutlass, clang-cccl, numba, triton, warp
+# (default: all),
 # quadrants (only on a machine with a GPU and "pip install quadrants", or
-# with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there), xla
+# with QUADRANTS_DUMP=DIR naming the PTX physics_qd.py dumped there),
+# inductor (only on a machine with a GPU and PyTorch, or with
+# INDUCTOR_PTX=DIR naming the folder gen_inductor.py wrote), xla
 # (only on a machine with a GPU and JAX for CUDA, or with XLA_PTX=DIR naming
 # the folder gen_xla.py wrote).
 # Needs: nvcc (CUDA 13.0) for nvcc-*; clang-19 (apt) for clang-cccl;
 # numba-cuda (pip "numba-cuda[cu13]") for numba; triton (pip) for triton;
 # warp-lang 1.9.1 (pip "warp-lang==1.9.1 numpy"; no GPU needed) for warp;
-# llm.c sources in $LLMC_DIR, else cloned from GitHub at the pinned commit.
-# Heavy: about 5 minutes of nvcc and 3 of clang on 2 cores.
+# llm.c sources in $LLMC_DIR, CUTLASS in $CUTLASS_DIR, else cloned from
+# GitHub at the pinned commits.
+# Heavy: about 7 minutes of nvcc and 3 of clang on 2 cores.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=$(cd "$here/.." && pwd)/corpus
 cuda=${CUDA_HOME:-/usr/local/cuda}
 nvcc=$cuda/bin/nvcc
 LLMC_COMMIT=f1e2ace651495b74ae22d45d1723443fd00ecd3a
+CUTLASS_COMMIT=7107b05535f8977f5ecb9d01ee203205b1fd9bc4   # CUTLASS 4.7.0
 tmp=$(mktemp -d /tmp/taskcache-regen.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -71,6 +76,25 @@ gen_nvcc_llmc() {
     done
     cp "$src/LICENSE" "$corpus/nvcc-llmc/LICENSE"
     { echo "llm.c $LLMC_COMMIT"; "$nvcc" --version | tail -2; } >"$corpus/nvcc-llmc/VERSION"
+}
+
+gen_nvcc_cutlass() {
+    echo "== nvcc on CUTLASS's Hopper GEMMs (sm_90a)"
+    local src=${CUTLASS_DIR:-}
+    if [ -z "$src" ]; then
+        src=$tmp/cutlass
+        git init --quiet "$src"
+        git -C "$src" fetch --quiet --depth 1 https://github.com/NVIDIA/cutlass "$CUTLASS_COMMIT"
+        git -C "$src" checkout --quiet FETCH_HEAD
+    fi
+    nice "$nvcc" -arch=sm_90a -std=c++17 --expt-relaxed-constexpr -ptx -I "$src/include" \
+        "$here/cutlass/sm90_gemms.cu" -o "$tmp/sm90_gemms.ptx" 2>"$tmp/cutlass.log" ||
+        { cat "$tmp/cutlass.log" >&2; return 1; }
+    store nvcc-cutlass "$tmp/sm90_gemms.ptx"
+    cp "$src/LICENSE.txt" "$corpus/nvcc-cutlass/LICENSE"
+    { echo "cutlass $CUTLASS_COMMIT ($(sed -n 's/^#define CUTLASS_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+          "$src/include/cutlass/version.h" | paste -sd.))"
+      "$nvcc" --version | tail -2; } >"$corpus/nvcc-cutlass/VERSION"
 }
 
 gen_clang_cccl() {
@@ -150,6 +174,20 @@ gen_quadrants() {
         | tail -1 >"$corpus/quadrants/VERSION"
 }
 
+gen_inductor() {
+    # Inductor compiles for the GPU it finds: run gen_inductor.py on a GPU
+    # machine, then point INDUCTOR_PTX at the folder it wrote
+    echo "== PyTorch Inductor (Triton, needs a GPU)"
+    local out=${INDUCTOR_PTX:-}
+    if [ -z "$out" ]; then
+        out=$tmp/inductor
+        python3 "$here/inductor/gen_inductor.py" "$out" ||
+            { echo "regenerate: Inductor could not compile for CUDA here (no GPU?)"; return 1; }
+    fi
+    for f in gpt_train_step llama_block_bf16; do store inductor "$out/$f.ptx"; done
+    cp "$out/VERSION" "$corpus/inductor/VERSION"   # written by gen_inductor.py
+}
+
 gen_xla() {
     # XLA compiles for the GPU it finds: run gen_xla.py on a GPU machine,
     # then point XLA_PTX at the folder it wrote
@@ -165,16 +203,18 @@ gen_xla() {
 }
 
 gens=("$@")
-[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc clang-cccl numba triton warp)   # quadrants, xla: on a GPU
+[ ${#gens[@]} -gt 0 ] || gens=(nvcc-cccl nvcc-llmc nvcc-cutlass clang-cccl numba triton warp)   # quadrants, inductor, xla: on a GPU
 for g in "${gens[@]}"; do
     case $g in
         nvcc-cccl) gen_nvcc_cccl ;;
         nvcc-llmc) gen_nvcc_llmc ;;
+        nvcc-cutlass) gen_nvcc_cutlass ;;
         clang-cccl) gen_clang_cccl ;;
         numba) gen_numba ;;
         triton) gen_triton ;;
         warp) gen_warp ;;
         quadrants) gen_quadrants ;;
+        inductor) gen_inductor ;;
         xla) gen_xla ;;
         *) echo "regenerate: unknown generator $g" >&2; exit 2 ;;
     esac

@@ -132,7 +132,9 @@ HEADER = re.compile(r"^\s*\.(version|target|address_size)\b")
 
 
 def split_module(ptx):
-    """(header lines, module-level declarations, kernel text)."""
+    """(header lines, module-level declarations, kernel text). A declaration
+    runs to its `;`, over several lines where it spans them (a device
+    assert's `.extern .func __assertfail` and its parameters)."""
     lines = ptx.splitlines()
     header, decls, body = [], [], []
     i = 0
@@ -144,7 +146,11 @@ def split_module(ptx):
             body = lines[i:]
             break
         elif re.match(r"^\s*(\.extern|\.global|\.const|\.shared)\b", ln):
-            decls.append(ln.strip())
+            stmt = [ln.strip()]
+            while not stmt[-1].endswith(";") and i + 1 < len(lines):
+                i += 1
+                stmt.append(lines[i].strip())
+            decls.append("\n".join(stmt))
         i += 1
     return header, decls, "\n".join(body)
 
