@@ -99,14 +99,57 @@ static T *to_device(const std::vector<T> &v)
     return p;
 }
 
-// One configuration on one problem; prints its line, returns 0 when it matched.
+// Configuration G set up for D = alpha * A B + beta * C on device buffers:
+// CUTLASS's adapter, initialized, and its workspace; status says what went
+// wrong, if anything ("ok" while nothing has).
 template <class G>
-static int run(const char *name, bool exact, int M, int N, int K, double tolerance)
-{
+struct Prepared {
     using Kernel = typename G::Kernel;
     using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
     using In = typename Adapter::ElementA;
     using Out = typename Adapter::ElementC;
+    Adapter gemm;
+    void *workspace = nullptr;
+    const char *status = "ok";
+
+    Prepared(int M, int N, int K, const In *A, const In *B, float alpha, float beta, const Out *C,
+             Out *D)
+    {
+        cutlass::KernelHardwareInfo hw;
+        hw.device_id = 0;
+        hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
+        typename Adapter::Arguments args{
+            cutlass::gemm::GemmUniversalMode::kGemm,
+            {M, N, K, 1},
+            {A, cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, cute::make_shape(M, K, 1)),
+             B, cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, cute::make_shape(N, K, 1))},
+            {{alpha, beta},
+             C, cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, cute::make_shape(M, N, 1)),
+             D, cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, cute::make_shape(M, N, 1))},
+            hw};
+        size_t size = Adapter::get_workspace_size(args);
+        if (size)
+            CHECK_CUDA(cudaMalloc(&workspace, size));
+        if (gemm.can_implement(args) != cutlass::Status::kSuccess)
+            status = "cannot implement";
+        else if (gemm.initialize(args, workspace) != cutlass::Status::kSuccess)
+            status = "initialize failed";
+    }
+    ~Prepared() { cudaFree(workspace); }
+    bool ok() const { return !std::strcmp(status, "ok"); }
+    void run()
+    {
+        if (ok() && gemm.run() != cutlass::Status::kSuccess)
+            status = "run failed";
+    }
+};
+
+// One configuration on one problem; prints its line, returns 0 when it matched.
+template <class G>
+static int run(const char *name, bool exact, int M, int N, int K, double tolerance)
+{
+    using In = typename Prepared<G>::In;
+    using Out = typename Prepared<G>::Out;
     const float alpha = 1.f, beta = exact ? 1.f : 0.5f;
     uint64_t seed = 0x5eed0000u + (uint64_t)M * 7 + (uint64_t)N * 13 + K;
     std::vector<In> a = inputs<In>((size_t)M * K, exact, seed), b = inputs<In>((size_t)N * K, exact, seed + 1);
@@ -118,33 +161,11 @@ static int run(const char *name, bool exact, int M, int N, int K, double toleran
     CHECK_CUDA(cudaMemset(dD, 0xff, c.size() * sizeof(Out)));
     CHECK_CUDA(cudaMalloc(&dRef, c.size() * sizeof(float)));
 
-    cutlass::KernelHardwareInfo hw;
-    hw.device_id = 0;
-    hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
-    typename Adapter::Arguments args{
-        cutlass::gemm::GemmUniversalMode::kGemm,
-        {M, N, K, 1},
-        {dA, cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, cute::make_shape(M, K, 1)),
-         dB, cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, cute::make_shape(N, K, 1))},
-        {{alpha, beta},
-         dC, cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, cute::make_shape(M, N, 1)),
-         dD, cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, cute::make_shape(M, N, 1))},
-        hw};
-    Adapter gemm;
-    const char *status = "ok";
-    void *workspace = nullptr;
-    size_t workspace_size = Adapter::get_workspace_size(args);
-    if (workspace_size)
-        CHECK_CUDA(cudaMalloc(&workspace, workspace_size));
-    if (gemm.can_implement(args) != cutlass::Status::kSuccess)
-        status = "cannot implement";
-    else if (gemm.initialize(args, workspace) != cutlass::Status::kSuccess)
-        status = "initialize failed";
-    else if (gemm.run() != cutlass::Status::kSuccess)
-        status = "run failed";
+    Prepared<G> gemm(M, N, K, dA, dB, alpha, beta, dC, dD);
+    gemm.run();
     cudaError_t err = cudaDeviceSynchronize();
     if (err != cudaSuccess)
-        status = cudaGetErrorString(err);
+        gemm.status = cudaGetErrorString(err);
 
     reference_gemm<In, Out><<<dim3((M + 127) / 128, N), 128>>>(M, N, K, alpha, dA, dB, beta, dC, dRef);
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -161,14 +182,14 @@ static int run(const char *name, bool exact, int M, int N, int K, double toleran
         else if (!(std::fabs(got - ref[i]) <= worst))
             worst = std::isnan(got) ? INFINITY : std::fabs(got - ref[i]);
     }
-    bool pass = !std::strcmp(status, "ok") && (exact ? worst == 0 : worst <= tolerance);
+    bool pass = gemm.ok() && (exact ? worst == 0 : worst <= tolerance);
     std::printf("{\"gemm\": \"%s\", \"problem\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, "
                 "\"status\": \"%s\", \"%s\": %.6g, \"tolerance\": %g, \"hash\": \"%016llx\", "
                 "\"pass\": %s}\n",
-                name, exact ? "exact" : "random", M, N, K, status,
+                name, exact ? "exact" : "random", M, N, K, gemm.status,
                 exact ? "wrong_entries" : "max_error", worst, exact ? 0.0 : tolerance,
                 (unsigned long long)fnv1a(d.data(), d.size() * sizeof(Out)), pass ? "true" : "false");
-    cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dD), cudaFree(dRef), cudaFree(workspace);
+    cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dD), cudaFree(dRef);
     return pass ? 0 : 1;
 }
 
@@ -177,10 +198,8 @@ static int run(const char *name, bool exact, int M, int N, int K, double toleran
 template <class G>
 static int timed(const char *name, int reps)
 {
-    using Kernel = typename G::Kernel;
-    using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
-    using In = typename Adapter::ElementA;
-    using Out = typename Adapter::ElementC;
+    using In = typename Prepared<G>::In;
+    using Out = typename Prepared<G>::Out;
     const int M = 4096, N = 4096, K = 4096;
     In *dA, *dB;
     Out *dC, *dD;
@@ -191,32 +210,14 @@ static int timed(const char *name, int reps)
     CHECK_CUDA(cudaMemset(dA, 0x3c, (size_t)M * K * sizeof(In)));
     CHECK_CUDA(cudaMemset(dB, 0x3c, (size_t)N * K * sizeof(In)));
     CHECK_CUDA(cudaMemset(dC, 0x3c, (size_t)M * N * sizeof(Out)));
-    cutlass::KernelHardwareInfo hw;
-    hw.device_id = 0;
-    hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
-    typename Adapter::Arguments args{
-        cutlass::gemm::GemmUniversalMode::kGemm,
-        {M, N, K, 1},
-        {dA, cutlass::make_cute_packed_stride(typename Kernel::StrideA{}, cute::make_shape(M, K, 1)),
-         dB, cutlass::make_cute_packed_stride(typename Kernel::StrideB{}, cute::make_shape(N, K, 1))},
-        {{1.f, 0.f},
-         dC, cutlass::make_cute_packed_stride(typename Kernel::StrideC{}, cute::make_shape(M, N, 1)),
-         dD, cutlass::make_cute_packed_stride(typename Kernel::StrideD{}, cute::make_shape(M, N, 1))},
-        hw};
-    Adapter gemm;
-    void *workspace = nullptr;
-    size_t workspace_size = Adapter::get_workspace_size(args);
-    if (workspace_size)
-        CHECK_CUDA(cudaMalloc(&workspace, workspace_size));
-    int failed = gemm.can_implement(args) != cutlass::Status::kSuccess ||
-                 gemm.initialize(args, workspace) != cutlass::Status::kSuccess;
+    Prepared<G> gemm(M, N, K, dA, dB, 1.f, 0.f, dC, dD);
     std::vector<float> ms;
     cudaEvent_t t0, t1;
     CHECK_CUDA(cudaEventCreate(&t0));
     CHECK_CUDA(cudaEventCreate(&t1));
-    for (int i = 0; !failed && i < reps + 2; i++) {
+    for (int i = 0; gemm.ok() && i < reps + 2; i++) {
         CHECK_CUDA(cudaEventRecord(t0));
-        failed = gemm.run() != cutlass::Status::kSuccess;
+        gemm.run();
         CHECK_CUDA(cudaEventRecord(t1));
         CHECK_CUDA(cudaEventSynchronize(t1));
         float m = 0;
@@ -228,11 +229,11 @@ static int timed(const char *name, int reps)
     double median = ms.empty() ? 0 : ms[ms.size() / 2];
     std::printf("{\"gemm\": \"%s\", \"problem\": \"timed\", \"m\": %d, \"n\": %d, \"k\": %d, "
                 "\"status\": \"%s\", \"ms\": %.4f, \"reps\": %d, \"tflops\": %.1f}\n",
-                name, M, N, K, failed ? "run failed" : "ok", median, (int)ms.size(),
+                name, M, N, K, gemm.status, median, (int)ms.size(),
                 median > 0 ? 2.0 * M * N * K / (median * 1e9) : 0.0);
     cudaEventDestroy(t0), cudaEventDestroy(t1);
-    cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dD), cudaFree(workspace);
-    return failed;
+    cudaFree(dA), cudaFree(dB), cudaFree(dC), cudaFree(dD);
+    return !gemm.ok();
 }
 
 template <class G>

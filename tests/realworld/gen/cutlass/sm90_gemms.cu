@@ -6,7 +6,8 @@
 // host function at the end takes every kernel's address so that `nvcc -ptx`
 // emits them all into one module. Together they exercise what CUTLASS's
 // Hopper kernels put into PTX and the rest of the corpus lacks: thread-block
-// clusters (.reqnctapercluster, barrier.cluster, mapa, multicast TMA loads),
+// clusters (barrier.cluster, mapa, multicast TMA loads; the cluster's shape
+// is given at launch, so no .reqnctapercluster),
 // warp-specialized producer/consumer kernels that move registers between
 // warp groups (setmaxnreg), TMA descriptors passed by value as .param
 // structs (cp.async.bulk.tensor, prefetch.tensormap), mbarrier pipelines,
