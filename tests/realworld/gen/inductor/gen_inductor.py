@@ -43,100 +43,9 @@ import sys
 import tempfile
 
 STEPS = ("gpt_train_step", "llama_block_bf16")
-if __name__ == "__main__" and sys.argv[1:2] != ["--merge"]:
-    WORK = tempfile.mkdtemp(prefix="gen-inductor-")
-    os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(WORK, "triton")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(WORK, "inductor")
-    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    if os.path.exists(os.path.join(cuda, "bin", "ptxas")):
-        os.environ.setdefault("TRITON_PTXAS_PATH", os.path.join(cuda, "bin", "ptxas"))
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-else:  # merging only: the model classes below are defined but never used
-    nn = type("nn", (), {"Module": object})
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "triton"))
-from gen_triton import merge, rename, split_module  # noqa: E402
-
+TRITON_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "triton")
 DEV = "cuda"
 DECLARED = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\[|;|=)")
-
-
-class GptBlock(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.heads = heads
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
-
-class Gpt(nn.Module):
-    def __init__(self, vocab=512, d=128, heads=4, layers=2, ctx=64):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(GptBlock(d, heads) for _ in range(layers))
-        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-    def forward(self, idx, targets):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
-        logits = self.head(self.ln(x))
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
-
-
-class LlamaBlock(nn.Module):
-    def __init__(self, d=128, heads=4, experts=4, topk=2):
-        super().__init__()
-        self.w_norm1 = nn.Parameter(torch.ones(d))
-        self.w_norm2 = nn.Parameter(torch.ones(d))
-        self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
-        self.router = nn.Linear(d, experts, bias=False)
-        self.gate = nn.Parameter(torch.randn(experts, d, 2 * d) * 0.02)
-        self.up = nn.Parameter(torch.randn(experts, d, 2 * d) * 0.02)
-        self.down = nn.Parameter(torch.randn(experts, 2 * d, d) * 0.02)
-        self.heads, self.topk = heads, topk
-
-    @staticmethod
-    def rms(x, w):
-        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w
-
-    def rope(self, x):
-        t, hd = x.shape[-2], x.shape[-1]
-        inv = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=x.device).float() / hd))
-        ang = torch.outer(torch.arange(t, device=x.device).float(), inv)
-        cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.rms(x, self.w_norm1)).split(d, dim=2)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(self.rope(q), self.rope(k), v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
-        h = self.rms(x, self.w_norm2).view(-1, d)
-        weights, chosen = torch.topk(F.softmax(self.router(h).float(), dim=-1), self.topk, dim=-1)
-        weights = (weights / weights.sum(-1, keepdim=True)).to(h.dtype)
-        out = torch.zeros_like(h)
-        for e in range(self.gate.shape[0]):
-            w_e = (weights * (chosen == e)).sum(-1, keepdim=True)
-            act = F.silu(h @ self.gate[e]) * (h @ self.up[e])
-            out = out.index_add(0, torch.arange(h.shape[0], device=h.device), w_e * (act @ self.down[e]))
-        x = x + out.view(b, t, d)
-        return torch.logsumexp(x.float(), dim=-1).mean() + torch.cumsum(x.float(), dim=1)[:, -1].pow(2).mean()
 
 
 def keep_new_kernels(seen, rawdir):
@@ -155,6 +64,9 @@ def module(rawdir, used):
     """One merged module of RAWDIR's kernels; kernel names an earlier module
     used, and module-level variables an earlier kernel defined differently,
     renamed (see the docstring)."""
+    # gen_triton imports Triton: not before compile_steps has set Triton's environment
+    sys.path.insert(0, TRITON_GEN)
+    from gen_triton import merge, rename, split_module
     items, defined = [], {}
     for k, path in enumerate(sorted(glob.glob(os.path.join(rawdir, "*.ptx")))):
         ptx = open(path).read()
@@ -185,13 +97,20 @@ def merge_all(outdir):
         print(f"{step}.ptx: {n} kernels")
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--merge":
-        return merge_all(sys.argv[2])
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    outdir = sys.argv[1]
-    os.makedirs(outdir, exist_ok=True)
+def compile_steps(outdir):
+    """The GPU part: compile both steps, keep their kernels in OUTDIR/raw."""
+    work = tempfile.mkdtemp(prefix="gen-inductor-")
+    os.environ["TRITON_DISABLE_LINE_INFO"] = "1"
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(work, "triton")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(work, "inductor")
+    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    if os.path.exists(os.path.join(cuda, "bin", "ptxas")):
+        os.environ.setdefault("TRITON_PTXAS_PATH", os.path.join(cuda, "bin", "ptxas"))
+    import torch  # after the environment above: Triton and Inductor read it once
+    import triton
+    from models import Gpt, LlamaBlock
+
     torch.manual_seed(0)
     seen = set()
 
@@ -229,12 +148,20 @@ def main():
     torch.cuda.synchronize()
     keep_new_kernels(seen, os.path.join(outdir, "raw", "llama_block_bf16"))
 
-    import triton
     with open(os.path.join(outdir, "VERSION"), "w") as f:
         f.write(f"torch {torch.__version__}\ntriton {triton.__version__}\n"
                 f"device {torch.cuda.get_device_name()}\n")
-    shutil.rmtree(WORK, ignore_errors=True)
-    merge_all(outdir)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--merge":
+        return merge_all(sys.argv[2])
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    os.makedirs(sys.argv[1], exist_ok=True)
+    compile_steps(sys.argv[1])
+    merge_all(sys.argv[1])
 
 
 if __name__ == "__main__":
