@@ -13,7 +13,10 @@ import shutil
 def find_tool(name, explicit=None, env_var=None):
     """The path of the CUDA tool `name`, or None. An explicit path that
     does not work is not silently replaced by another tool."""
-    cands = [explicit] if explicit else []
+    if explicit:
+        return os.path.abspath(explicit) if os.path.isfile(explicit) and os.access(explicit, os.X_OK) \
+            else None
+    cands = []
     if env_var and os.environ.get(env_var):
         v = os.environ[env_var]
         cands.append(os.path.join(v, name) if os.path.isdir(v) else v)
@@ -23,4 +26,4 @@ def find_tool(name, explicit=None, env_var=None):
     for c in cands:
         if os.path.isfile(c) and os.access(c, os.X_OK):
             return os.path.abspath(c)
-    return None if explicit else shutil.which(name)
+    return shutil.which(name)
