@@ -175,7 +175,7 @@ summary_and_exit() {
     [ -f "$WORK/timing.txt" ] && cp "$WORK/timing.txt" "$OUT/timing.txt"
     [ -f "$WORK/sass.txt" ] && cp "$WORK/sass.txt" "$OUT/sass.txt"
     [ -f "$WORK/bench-build.txt" ] && cp "$WORK/bench-build.txt" "$OUT/bench-build.txt"
-    # the tables of (g), (h), (i) and (j), one file
+    # the tables of (g), (h), (h2), (i) and (j), one file
     for f in realworld.log attributes.log triton.log cutlass.log intercept.log xla.log; do
         [ -f "$WORK/$f" ] && { echo "==== $f"; cat "$WORK/$f"; }
     done > "$OUT/checks.txt"

@@ -39,6 +39,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from cuda_tools import find_tool  # noqa: E402  (scripts/cuda_tools.py)
+
 SOURCE = os.path.join(HERE, "cutlass_gemm.cu")
 KERNELS = os.path.join(ROOT, "tests", "realworld", "gen", "cutlass")
 BUILDS = ("nvcc", "taskcache")
@@ -52,10 +55,9 @@ def nvcc_command(nvcc, cutlass, out):
 
 
 def build(a):
-    nvcc = a.nvcc or shutil.which("nvcc") or os.path.join(
-        os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
-    if not os.access(nvcc, os.X_OK):
-        print(f"cutlass_check: nvcc not found ({nvcc})")
+    nvcc = find_tool("nvcc", a.nvcc)
+    if not nvcc:
+        print(f"cutlass_check: nvcc not found ({a.nvcc or 'CUDA_HOME, CUDA_PATH, /usr/local/cuda, PATH'})")
         return 2
     if not os.path.isfile(os.path.join(a.cutlass, "include", "cutlass", "cutlass.h")):
         print(f"cutlass_check: {a.cutlass} holds no CUTLASS (include/cutlass/cutlass.h)")
@@ -186,7 +188,8 @@ def main():
     b.add_argument("--cutlass", required=True, help="a CUTLASS checkout (4.x)")
     b.add_argument("--taskcache", required=True, help="the taskcache binary")
     b.add_argument("--out", required=True, help="where the programs go")
-    b.add_argument("--nvcc", help="NVIDIA's nvcc (default: PATH, then CUDA_HOME)")
+    b.add_argument("--nvcc", help="NVIDIA's nvcc (default: the toolkit's, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda, "
+                   "else PATH)")
     r = sub.add_parser("run", help="run both programs on the GPU and compare")
     r.add_argument("--bins", required=True, help="the folder 'build' wrote")
     r.add_argument("--out", default=".", help="where cutlass.json goes")

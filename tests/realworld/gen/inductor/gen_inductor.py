@@ -37,7 +37,6 @@ OUTDIR/VERSION.
 
 import glob
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -45,7 +44,16 @@ import tempfile
 STEPS = ("gpt_train_step", "llama_block_bf16")
 TRITON_GEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "triton")
 DEV = "cuda"
-DECLARED = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\[|;|=)")
+
+
+def gen_triton():
+    """tests/realworld/gen/triton/gen_triton.py, whose merge this script
+    shares. Imported late: it imports Triton, which reads the environment
+    compile_steps sets."""
+    if TRITON_GEN not in sys.path:
+        sys.path.insert(0, TRITON_GEN)
+    import gen_triton as gt
+    return gt
 
 
 def keep_new_kernels(seen, rawdir):
@@ -55,8 +63,7 @@ def keep_new_kernels(seen, rawdir):
         if p not in seen:
             seen.add(p)
             ptx = open(p).read()
-            name = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
-            with open(os.path.join(rawdir, name + ".ptx"), "w") as f:
+            with open(os.path.join(rawdir, gen_triton().entry_name(ptx) + ".ptx"), "w") as f:
                 f.write(ptx)
 
 
@@ -64,28 +71,23 @@ def module(rawdir, used):
     """One merged module of RAWDIR's kernels; kernel names an earlier module
     used, and module-level variables an earlier kernel defined differently,
     renamed (see the docstring)."""
-    # gen_triton imports Triton: not before compile_steps has set Triton's environment
-    sys.path.insert(0, TRITON_GEN)
-    from gen_triton import merge, rename, split_module
+    gt = gen_triton()
     items, defined = [], {}
     for k, path in enumerate(sorted(glob.glob(os.path.join(rawdir, "*.ptx")))):
         ptx = open(path).read()
-        name = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
-        new, n = name, 1
+        name = new = gt.entry_name(ptx)
+        n = 1
         while new in used:
             new, n = f"{name}_g{n}", n + 1
         used.add(new)
         if new != name:
-            ptx = rename(ptx, name, new)
-        for line in split_module(ptx)[1]:
-            sym = DECLARED.findall(line)
-            if not sym:
-                continue
-            if defined.setdefault(sym[0], line) != line:
-                ptx = re.sub(r"(?<![\w$.])" + re.escape(sym[0]) + r"(?![\w$])", f"{sym[0]}_k{k}", ptx)
-                defined[f"{sym[0]}_k{k}"] = line.replace(sym[0], f"{sym[0]}_k{k}", 1)
+            ptx = gt.rename(ptx, name, new)
+        for line in gt.split_module(ptx)[1]:
+            sym = gt.DECLARED.findall(line)
+            if sym and defined.setdefault(sym[0], line) != line:
+                ptx = gt.rename(ptx, sym[0], f"{sym[0]}_k{k}")
         items.append((new, ptx))
-    return merge(items), len(items)
+    return gt.merge(items), len(items)
 
 
 def merge_all(outdir):

@@ -129,6 +129,13 @@ def compile_one(fn, sig, const, warps, stages):
 
 
 HEADER = re.compile(r"^\s*\.(version|target|address_size)\b")
+# the name a module-level declaration declares: "... .b8 global_smem[];"
+DECLARED = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\[|;|=)")
+
+
+def entry_name(ptx):
+    """The name of the (first) kernel a Triton module defines."""
+    return re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
 
 
 def split_module(ptx):
@@ -170,7 +177,7 @@ def merge(named_ptx):
         elif h != header:
             raise SystemExit(f"{name}: header {h} differs from {header}")
         for line in d:
-            sym = re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\[|;|=)", line)
+            sym = DECLARED.findall(line)
             key = sym[0] if sym else line
             if key in names and names[key] != line:
                 raise SystemExit(f"{name}: module-level {key} differs between kernels")
@@ -192,8 +199,7 @@ def main():
     compiled = []
     for name, fn, sig, const, warps, stages in variants():
         ptx = compile_one(fn, sig, const, warps, stages)
-        entry = re.search(r"\.entry\s+([\w$]+)\s*\(", ptx).group(1)
-        compiled.append((name, rename(ptx, entry, name), ptx))
+        compiled.append((name, rename(ptx, entry_name(ptx), name), ptx))
         print(f"compiled {name}", flush=True)
     groups = {}
     for name, ptx, _ in compiled:
