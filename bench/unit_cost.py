@@ -19,11 +19,17 @@ processes, interleaved, medians of --runs:
              new cache, or `taskcache run` with a new TASKCACHE_DIR, does
   ptxas      ptxas -arch=ARCH on the module
   split0     ptxas -arch=ARCH -split-compile=0 (ptxas' own threads)
+  split0'    the same command again, timed in the same rounds: how far
+             two medians of one command lie apart on this machine
   vs split0  split0 / default: above 1, taskcache's default is faster
+  noise      the ratio of split0's two medians, smaller over larger
 
 and, at the end, on how many modules the default is slower than split0,
-and the smallest ratio among modules whose whole ptxas build takes 1 s or
-more.
+on how many it is slower by more than the noise (its ratio below the
+module's noise), and the smallest ratio among modules whose whole ptxas
+build takes 1 s or more. A module of one kernel is compiled whole, by the
+compiler split0 runs, so its ratio is 1 but for taskcache's own work and
+the machine's noise.
 
     python3 bench/unit_cost.py [--taskcache PATH] [--runs 5] [--jobs N]
                                [--costs 1000,500,250,125] [--variant LABEL=OPTIONS]
@@ -36,6 +42,7 @@ longest). --costs '' leaves out the uc=N columns.
 """
 
 import lzma
+import math
 import re
 import os
 import pathlib
@@ -126,9 +133,10 @@ def main():
         cmds["ptxas"] = lambda p: [a.ptxas, f"-arch={arch_of[p]}", p, "-o", os.devnull]
         cmds["split0"] = lambda p: [a.ptxas, f"-arch={arch_of[p]}", "-split-compile=0", p, "-o",
                                     os.devnull]
+        cmds["split0'"] = cmds["split0"]
         print(f"cold builds, -j {a.jobs}, fresh processes, medians of {a.runs}, interleaved")
         print(f"{'module':<38} {'units':>9} " + " ".join(f"{k:>9}" for k in cmds)
-              + f" {'vs split0':>9}")
+              + f" {'vs split0':>9} {'noise':>6}")
         ratios = {}
         for name, ptx in mods:
             units = [unit_count(a.taskcache, ptx, arch_of[ptx],
@@ -140,14 +148,26 @@ def main():
                     t[k].append(timed(c(ptx)))
             med = {k: statistics.median(v) if None not in v else None for k, v in t.items()}
             r = med["split0"] / med["default"] if med["split0"] and med["default"] else None
+            two = sorted((med["split0"], med["split0'"])) if med["split0"] and med["split0'"] else None
+            noise = two[0] / two[1] if two else None
             if r:
-                ratios[name] = (r, med["ptxas"])
+                ratios[name] = (r, med["ptxas"], noise)
             print(f"{name:<38} {'/'.join(units):>9} " + " ".join(ms(med[k]) for k in cmds)
-                  + (f" {r:>8.2f}x" if r else f" {'-':>9}"), flush=True)
-        slower = sorted((r, n) for n, (r, _) in ratios.items() if r < 1)
+                  + (f" {r:>8.2f}x" if r else f" {'-':>9}")
+                  + (f" {noise:>6.2f}" if noise else f" {'-':>6}"), flush=True)
+        slower = sorted((r, n) for n, (r, _, _) in ratios.items() if r < 1)
         print(f"default slower than split0 on {len(slower)} of {len(ratios)} modules"
               + (": " + ", ".join(f"{n} {r:.2f}x" for r, n in slower) if slower else ""))
-        big = [(r, n) for n, (r, whole) in ratios.items() if whole and whole >= 1.0]
+        beyond = sorted((r, n) for n, (r, _, noise) in ratios.items() if noise and r < noise)
+        print(f"slower by more than the noise on {len(beyond)} of {len(ratios)} modules"
+              + (": " + ", ".join(f"{n} {r:.2f}x (noise {ratios[n][2]:.2f})" for r, n in beyond)
+                 if beyond else ""))
+        if ratios:
+            logs = [math.log(r) for r, _, _ in ratios.values()]
+            print(f"split0 / default over all {len(ratios)} modules: geometric mean "
+                  f"{math.exp(sum(logs) / len(logs)):.3f}x, median "
+                  f"{statistics.median(r for r, _, _ in ratios.values()):.3f}x")
+        big = [(r, n) for n, (r, whole, _) in ratios.items() if whole and whole >= 1.0]
         if big:
             r, n = min(big)
             print(f"modules whose whole ptxas build takes >= 1 s: {len(big)}, "

@@ -585,7 +585,7 @@ else
         > "$WORK/corpus-build.txt" 2>&1
     rc=$?
     timing_row "(k) corpus cold builds" "$WORK/corpus-build.txt" "$rc" \
-        "$(grep -E '^(default slower|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')"
+        "$(grep -E '^(default slower|slower by more|split0 / default|modules whose)' "$WORK/corpus-build.txt" | tr '\n' ';')"
 fi
 
 # ---- (l) the 2-core targets, pinned to two CPUs ---------------------------------------------
