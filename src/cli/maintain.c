@@ -42,7 +42,11 @@ const char cli_usage_verify[] =
     "Reads every record and checks its header, key and checksum. Builds already\n"
     "treat a bad record as a miss and replace it; --remove-bad deletes them now.\n"
     "Records authenticated with a secret are checked only with that secret\n"
-    "(TASKCACHE_SECRET_FILE); without it they are not counted and never removed.\n"
+    "(TASKCACHE_SECRET_FILE). Those it does not verify, like every one read\n"
+    "without a secret, are not counted and never removed: another secret's\n"
+    "records share the directory, and their checksum cannot tell them from\n"
+    "damaged ones. Nor are records another version of taskcache wrote (another\n"
+    "record format); gc evicts what no build uses.\n"
     "Checking a record is no use of it: gc's least-recently-used order stays.\n"
     "Exit status 1 when bad records were found.\n";
 
@@ -110,7 +114,8 @@ static int parse_age(const char *s, int64_t *out)
     }
     if (*end)
         return -1;
-    *out = v * mult;
+    /* an age too large to count in seconds is older than anything */
+    *out = v > INT64_MAX / mult ? INT64_MAX : v * mult;
     return 0;
 }
 

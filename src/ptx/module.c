@@ -526,6 +526,41 @@ static tc_space space_of(const tc_tok *t)
     return s >= TC_SPACE_GLOBAL && s <= TC_SPACE_TEX ? (tc_space)s : TC_SPACE_NONE;
 }
 
+/* Whether the prototypes of two function statements (from the linkage to
+ * the end of the parameters and the directives that set the calling
+ * convention) are the same tokens, whatever the spacing. */
+static int same_prototype(const tc_ptx_module *m, const tc_ptx_stmt *a, const tc_ptx_stmt *b)
+{
+    tc_lexer la, lb;
+    tc_lex_init(&la, m->src + a->start, a->proto_end - a->start, a->line);
+    tc_lex_init(&lb, m->src + b->start, b->proto_end - b->start, b->line);
+    for (;;) {
+        tc_tok ta = tc_lex_next(&la), tb = tc_lex_next(&lb);
+        if (ta.kind != tb.kind || ta.len != tb.len || memcmp(ta.p, tb.p, ta.len) != 0)
+            return 0;
+        if (ta.kind == TK_EOF || ta.kind == TK_ERROR)
+            return ta.kind == TK_EOF;
+    }
+}
+
+/* A function declared more than once: ptxas rejects prototypes that
+ * disagree ("Inconsistent prototypes") and a prototype after the
+ * definition, and takes a linkage a prototype gives. A split build copies
+ * the definition's prototype into each unit, so none of that would reach
+ * ptxas: the module is compiled whole, and ptxas judges it. */
+static void check_redeclaration(parser *p, const tc_ptx_sym *sym, size_t si, int is_def)
+{
+    const tc_ptx_module *m = p->m;
+    const tc_ptx_stmt *now = &m->stmts[si], *first = &m->stmts[sym->decl];
+    int len = (int)(sym->len > 200 ? 200 : sym->len);
+    if (!is_def && sym->def >= 0)
+        whole(p->m, "'%.*s' is declared at line %u after its definition at line %u", len,
+              sym->name, now->line, m->stmts[sym->def].line);
+    else if (first->linkage != now->linkage || !same_prototype(m, first, now))
+        whole(p->m, "the declarations of '%.*s' at lines %u and %u differ", len, sym->name,
+              first->line, now->line);
+}
+
 static void declare(parser *p, size_t si, const tc_tok *name, uint8_t kind, int is_def)
 {
     tc_ptx_module *m = p->m;
@@ -541,6 +576,8 @@ static void declare(parser *p, size_t si, const tc_tok *name, uint8_t kind, int 
         return;
     }
     tc_ptx_sym *sym = &m->syms[s];
+    if (kind == TC_SYM_FUNC && sym->decl >= 0 && !(is_def && sym->def >= 0))
+        check_redeclaration(p, sym, si, is_def);
     if (is_def) {
         if (sym->def >= 0) {
             fail(p, name->line, "redefinition of '%.*s' (first defined at line %u)",

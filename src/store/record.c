@@ -292,30 +292,54 @@ done:
     return rc;
 }
 
+/* What the header of a record of kind filed under key says before its
+ * checksum is computed: HEADER_OK, HEADER_BAD (short, no magic, another
+ * kind or key, sizes that do not add up or inflate like a bomb, unknown
+ * flags), or HEADER_OTHER_FORMAT (another version of taskcache's record). */
+enum { HEADER_OK, HEADER_BAD, HEADER_OTHER_FORMAT };
+
+static int header_state(const unsigned char *hdr, size_t len, uint32_t kind,
+                        const tc_digest *key)
+{
+    if (len < TC_RECORD_HEADER || memcmp(hdr, magic, 4) != 0)
+        return HEADER_BAD;
+    if (get32(hdr + 4) != TC_RECORD_FORMAT)
+        return HEADER_OTHER_FORMAT;
+    if (get32(hdr + 8) != kind || memcmp(hdr + 32, key->b, 32) != 0)
+        return HEADER_BAD;
+    uint32_t flags = get32(hdr + 12);
+    uint64_t raw = get64(hdr + 16), stored = get64(hdr + 24);
+    if (stored != len - TC_RECORD_HEADER || raw > tc_record_max_payload(kind) ||
+        (flags & ~(FLAG_ZSTD | FLAG_HMAC)))
+        return HEADER_BAD;
+    /* a frame that inflates past the ratio real records show is a bomb:
+     * refused before anything is allocated for it */
+    if ((flags & FLAG_ZSTD) ? raw / TC_RECORD_MAX_RATIO > stored : raw != stored)
+        return HEADER_BAD;
+    return HEADER_OK;
+}
+
+/* Whether the stored checksum of a record whose header is fine matches
+ * the one computed with mac (NULL: a plain SHA-256). */
+static int checksum_matches(const unsigned char *hdr, const tc_hmac_key *mac)
+{
+    tc_digest sum, want;
+    memcpy(want.b, hdr + 64, 32);
+    return checksum(hdr, hdr + TC_RECORD_HEADER, (size_t)get64(hdr + 24), mac, &sum) == 0 &&
+           tc_digest_equal(&sum, &want);
+}
+
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
                      const tc_hmac_key *mac, char **payload, size_t *plen)
 {
     const unsigned char *hdr = data;
     *payload = NULL;
     *plen = 0;
-    if (len < TC_RECORD_HEADER || memcmp(hdr, magic, 4) != 0 ||
-        get32(hdr + 4) != TC_RECORD_FORMAT || get32(hdr + 8) != kind ||
-        memcmp(hdr + 32, key->b, 32) != 0)
+    if (header_state(hdr, len, kind, key) != HEADER_OK ||
+        !(get32(hdr + 12) & FLAG_HMAC) != !mac || !checksum_matches(hdr, mac))
         return -1;
     uint32_t flags = get32(hdr + 12);
     uint64_t raw = get64(hdr + 16), stored = get64(hdr + 24);
-    if (stored != len - TC_RECORD_HEADER || raw > tc_record_max_payload(kind) ||
-        (flags & ~(FLAG_ZSTD | FLAG_HMAC)) || !(flags & FLAG_HMAC) != !mac)
-        return -1;
-    /* a frame that inflates past the ratio real records show is a bomb:
-     * refused before anything is allocated for it */
-    if ((flags & FLAG_ZSTD) ? raw / TC_RECORD_MAX_RATIO > stored : raw != stored)
-        return -1;
-    tc_digest sum, want;
-    memcpy(want.b, hdr + 64, 32);
-    if (checksum(hdr, hdr + TC_RECORD_HEADER, (size_t)stored, mac, &sum) != 0 ||
-        !tc_digest_equal(&sum, &want))
-        return -1;
     const unsigned char *body = hdr + TC_RECORD_HEADER;
     char *out = NULL;
     if (flags & FLAG_ZSTD) {
@@ -332,12 +356,23 @@ int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_diges
     return 0;
 }
 
-int tc_record_has_hmac(const void *data, size_t len)
+int tc_record_check(const void *data, size_t len, uint32_t kind, const tc_digest *key,
+                    const tc_hmac_key *mac)
 {
     const unsigned char *hdr = data;
-    if (len < TC_RECORD_HEADER || memcmp(hdr, magic, 4) != 0)
+    int state = header_state(hdr, len, kind, key);
+    if (state != HEADER_OK)
+        return state == HEADER_OTHER_FORMAT ? -1 : 0;
+    int hmac = (get32(hdr + 12) & FLAG_HMAC) != 0;
+    if (hmac && !mac)
         return -1;
-    return (get32(hdr + 12) & FLAG_HMAC) != 0;
+    if (!checksum_matches(hdr, hmac ? mac : NULL))
+        return hmac ? -1 : 0;
+    char *payload = NULL;
+    size_t n;
+    int ok = tc_record_decode(data, len, kind, key, hmac ? mac : NULL, &payload, &n) == 0;
+    free(payload);
+    return ok;
 }
 
 void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n)

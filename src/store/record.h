@@ -82,10 +82,15 @@ int tc_record_encode(uint32_t kind, const tc_digest *key, const void *payload, s
 int tc_record_decode(const void *data, size_t len, uint32_t kind, const tc_digest *key,
                      const tc_hmac_key *mac, char **payload, size_t *plen);
 
-/* Whether data starts like a record authenticated with an HMAC (1), with a
- * plain checksum (0), or is no record header at all (-1). The header alone
- * is read: nothing is verified. */
-int tc_record_has_hmac(const void *data, size_t len);
+/* How a reader that holds mac (NULL: no secret) judges a record of kind
+ * filed under key: 1 it decodes; 0 it is damaged; -1 it is not this
+ * reader's to judge. That is a record of another format (another version
+ * of taskcache keeps its records beside ours), or one authenticated with
+ * an HMAC that the reader cannot compute or that does not match its
+ * secret: a record made under another secret, which shares the directory,
+ * cannot be told from a damaged one of ours by its checksum. */
+int tc_record_check(const void *data, size_t len, uint32_t kind, const tc_digest *key,
+                    const tc_hmac_key *mac);
 
 /* Payload fields. */
 void tc_field_put(tc_sb *sb, uint32_t tag, const void *p, size_t n);

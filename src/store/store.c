@@ -339,8 +339,9 @@ tc_store *tc_store_open(const char *root)
     const char *env = getenv("TASKCACHE_MAXSIZE");
     if (env && *env)
         tc_config_parse_size(env, &st->max_size);
-    if (st->shared)
-        best_effort(fchmod(st->rootfd, dir_mode(st)));
+    /* judged as it was found: a shared cache's mode is set only after, or
+     * a taskcache.conf planted in a directory every user can write would
+     * have it made group-only, and trusted */
     struct stat rs;
     const char *why = fstat(st->rootfd, &rs) == 0 ? tc_trust_directory(&rs, st->shared)
                                                   : "it cannot be examined";
@@ -350,6 +351,8 @@ tc_store *tc_store_open(const char *root)
         free(cfg);
         return st;
     }
+    if (st->shared)
+        best_effort(fchmod(st->rootfd, dir_mode(st)));
     const char *secret = getenv(TC_SECRET_ENV);
     if (secret && *secret) {
         char reason[512];
@@ -558,17 +561,11 @@ static int local_get(tc_store *st, const char *target, uint32_t kind, const tc_d
 
 int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_digest *key)
 {
-    char *data = NULL, *payload = NULL;
-    size_t n = 0, plen;
+    char *data = NULL;
+    size_t n = 0;
     int planted, rc = 0;
     if (read_local(st, target, kind, key, 0, &data, &n, &planted) == 0) {
-        int hmac = tc_record_has_hmac(data, n);
-        if (hmac == 1 && !tc_store_mac(st))
-            rc = -1; /* another's secret, or ours not given: not ours to judge */
-        else if (tc_record_decode(data, n, kind, key, hmac == 1 ? tc_store_mac(st) : NULL,
-                                  &payload, &plen) == 0)
-            rc = 1;
-        free(payload);
+        rc = tc_record_check(data, n, kind, key, tc_store_mac(st));
         free(data);
     }
     return rc;

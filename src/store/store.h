@@ -167,9 +167,10 @@ int tc_store_lock_file(tc_store *st, const char *name, int wait, int *fd);
 
 /* Verifies the local record of kind/key without counting it as used (its
  * time of last use stays): 1 valid, 0 invalid or absent, -1 when it cannot
- * be judged here: authenticated with an HMAC while this store holds no
- * secret. A plain record verifies by its checksum in a cache with a
- * secret too (builds with the secret never read it: their keys differ). */
+ * be judged here (tc_record_check): another format's, or authenticated
+ * with an HMAC under no secret or another secret than this store's. A
+ * plain record verifies by its checksum in a cache with a secret too
+ * (builds with the secret never read it: their keys differ). */
 int tc_store_check(tc_store *st, const char *target, uint32_t kind, const tc_digest *key);
 
 /* Reads and verifies every record (tc_store_check); counts (and with

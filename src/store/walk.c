@@ -244,7 +244,11 @@ int tc_store_gc(tc_store *st, uint64_t max_bytes, int64_t older_than_s, tc_gc_re
      * the next builds do not each trigger a cleanup. */
     int over = max_bytes && total > max_bytes;
     uint64_t target = max_bytes / 10 * 9;
-    int64_t cutoff = older_than_s >= 0 ? w.now_ns - older_than_s * 1000000000 : INT64_MIN;
+    /* none given, or an age reaching back past 1970 (its nanoseconds
+     * would overflow): nothing is old enough */
+    int64_t cutoff = INT64_MIN;
+    if (older_than_s >= 0 && older_than_s <= w.now_ns / 1000000000)
+        cutoff = w.now_ns - older_than_s * 1000000000;
     for (size_t i = 0; i < w.n; i++) {
         walk_item *it = &w.items[i];
         if (!(it->mtime_ns < cutoff || (over && total > target)))
@@ -296,7 +300,7 @@ int tc_store_verify(tc_store *st, int remove_bad, uint64_t *checked, uint64_t *b
     return 0;
 }
 
-/* Directories below a cleared tree: v1.clear.<pid>/<target>/<kind>/<shard>,
+/* Directories below a cleared tree: v1.clear.<pid>.<time>/<target>/<kind>/<shard>,
  * with room to spare; anything nested deeper was not made by taskcache. */
 #define TREE_DEPTH 8
 
@@ -308,10 +312,21 @@ int tc_store_clear(tc_store *st)
         return -1;
     /* Renaming the tree away first makes the clear atomic for readers; it
      * is then removed through directory descriptors only, so a directory
-     * swapped for a link while the walk runs is never followed. */
+     * swapped for a link while the walk runs is never followed. The name
+     * is the pid and the time: a tree an interrupted clear left (gc
+     * removes it after an hour) may hold this pid's name, as pid 1 of
+     * every container run does, and a rename onto it fails. */
     char away[64];
-    snprintf(away, sizeof away, LAYOUT ".clear.%ld", (long)getpid());
-    int rc = renameat(rootfd, LAYOUT, rootfd, away);
+    int rc = -1;
+    for (int attempt = 0; attempt < 8 && rc != 0; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(away, sizeof away, LAYOUT ".clear.%ld.%lx", (long)getpid(),
+                 (unsigned long)ts.tv_nsec + (unsigned long)attempt);
+        rc = renameat(rootfd, LAYOUT, rootfd, away);
+        if (rc != 0 && errno != EEXIST && errno != ENOTEMPTY)
+            break;
+    }
     if (rc == 0)
         rc = tc_remove_tree_at(rootfd, away, TREE_DEPTH);
     else if (errno == ENOENT)

@@ -230,6 +230,15 @@ static int touch_if_holds(const char *path, const struct stat *st, const void *d
     return same;
 }
 
+/* Whether path names a descriptor of this process (/dev/stdout, /dev/fd/N,
+ * /proc/self/fd/N): a link to the file the caller holds open. Replacing
+ * that file would leave the caller's descriptor on the old, empty one. */
+static int names_a_descriptor(const char *path)
+{
+    return !strncmp(path, "/dev/fd/", 8) || !strcmp(path, "/dev/stdout") ||
+           !strcmp(path, "/dev/stderr") || (!strncmp(path, "/proc/", 6) && strstr(path, "/fd/"));
+}
+
 int tc_write_output(const char *path, const void *data, size_t len)
 {
     struct stat st, ls;
@@ -253,6 +262,8 @@ int tc_write_output(const char *path, const void *data, size_t len)
      * the umask. */
     if (exists && access(path, W_OK) != 0)
         return -1;
+    if (link && exists && names_a_descriptor(path))
+        return write_in_place(path, 0, data, len); /* as ptxas writes it */
     mode_t mode = exists ? st.st_mode & 07777 : 0666;
     if (!link)
         return write_atomic(path, data, len, mode, exists);

@@ -1,11 +1,12 @@
 """Malformed PTX: a file:line error, exit status 1, nothing in the cache."""
 
 import re
+import subprocess
 
 import pytest
 
 import elfsyms
-from tchelp import ROOT, build, stats, tc
+from tchelp import PTXAS, ROOT, build, stats, tc
 
 BAD = sorted((ROOT / "tests" / "corpus" / "bad").glob("*.ptx"))
 
@@ -189,3 +190,49 @@ def test_an_error_in_a_function_nothing_calls_fails_the_split_build_too(tmp_path
         assert f"{src}:{line}: error: " in p.stderr and "nowhere" in p.stderr, p.stderr
         assert "never called" in p.stderr
         assert not (tmp_path / "o.cubin").exists()
+
+
+def function_bindings(cubin):
+    return {name: bind for name, typ, bind, _, _ in elfsyms.symbols(str(cubin))
+            if typ == elfsyms.STT_FUNC}
+
+
+def test_declarations_that_disagree_are_ptxas_to_judge(tmp_path):
+    """A split build copies a function's definition into its units, so a
+    prototype of it never reached ptxas: prototypes that disagree with the
+    definition, or follow it, built where ptxas refuses, and a linkage
+    given by a prototype alone was lost (a review). Such a module is
+    compiled whole; a prototype that agrees still splits."""
+    head = ".version 8.0\n.target sm_90\n.address_size 64\n"
+    dev = (".func (.param .b32 r) dev(.param .b32 a)\n{\n .reg .b32 %r<3>;\n"
+           " ld.param.b32 %r1, [a];\n add.s32 %r2, %r1, 1;\n st.param.b32 [r], %r2;\n ret;\n}\n")
+    kernels = "".join(
+        f".visible .entry k{i}(.param .u64 p)\n{{\n .reg .b64 %rd<2>;\n .reg .b32 %r<3>;\n"
+        f" ld.param.u64 %rd1, [p];\n mov.b32 %r1, {i};\n"
+        " { .param .b32 x; .param .b32 y; st.param.b32 [x], %r1;\n"
+        "   call.uni (y), dev, (x); ld.param.b32 %r2, [y]; }\n"
+        " st.global.u32 [%rd1], %r2;\n ret;\n}\n" for i in range(4))
+    same = ".func (.param .b32 r) dev(.param .b32 a);\n"
+    cases = {
+        "agrees": head + same + kernels + dev,
+        "fewer_params": head + ".func (.param .b32 r) dev();\n" + kernels + dev,
+        "other_type": head + ".func (.param .b64 r) dev(.param .b32 a);\n" + kernels + dev,
+        "after_definition": head + dev + same + kernels,
+        "visible_prototype": head + ".visible " + same + kernels + dev,
+    }
+    for name, text in cases.items():
+        src = tmp_path / f"{name}.ptx"
+        src.write_text(text)
+        want = subprocess.run([PTXAS, "-arch=sm_90", str(src), "-o", str(tmp_path / "w.cubin")],
+                              capture_output=True, text=True)
+        for extra in ([], ["--unit-cost", "1"]):
+            out = tmp_path / f"{name}.cubin"
+            p = build(str(src), out, str(tmp_path / "cache"), *extra, check=False)
+            assert (p.returncode == 0) == (want.returncode == 0), (name, p.stderr, want.stderr)
+            if extra:  # a module this small is compiled whole unless a unit size is given
+                mode = tc("explain", str(src), "--arch", "sm_90", "--no-cache", *extra).stdout
+                assert ("mode:   split" in mode) == (name == "agrees"), (name, mode)
+            if want.returncode == 0:
+                assert function_bindings(out) == function_bindings(tmp_path / "w.cubin"), name
+            else:
+                assert f"{src}:" in p.stderr and not out.exists(), (name, p.stderr)

@@ -58,6 +58,15 @@ def test_evict_older_than(tmp_path):
     assert g["evicted_files"] == 1 and not recs[0].exists()
     p = tc("gc", "--cache-dir", cache, "--evict-older-than", "soon", check=False)
     assert p.returncode == 2
+    # an age past 1970, or past what nanoseconds can count, is older than
+    # every record: it evicted them all once (int64 overflow; a review)
+    build(modules()[1], tmp_path / "o.cubin", cache)
+    left = records(cache)
+    assert left
+    for age in ("200000d", "9223372036854775807d", "9223372036854775807s"):
+        g = json.loads(tc("gc", "--cache-dir", cache, "--evict-older-than", age, "--json").stdout)
+        assert g["evicted_files"] == 0
+    assert records(cache) == left
 
 
 def test_builds_keep_within_the_limit(tmp_path):
@@ -85,6 +94,14 @@ def test_verify_finds_and_removes_bad_records(tmp_path):
     cache = str(tmp_path / "cache")
     build(modules()[0], tmp_path / "o.cubin", cache)
     assert tc("verify", "--cache-dir", cache).returncode == 0
+    # a record another version of taskcache wrote (another format) is not
+    # this one's to judge: it was counted bad and removed (a review)
+    older = records(cache)[-1]
+    kept = older.read_bytes()
+    older.write_bytes(kept[:4] + (1).to_bytes(4, "little") + kept[8:])
+    v = json.loads(tc("verify", "--cache-dir", cache, "--remove-bad", "--json").stdout)
+    assert v["bad"] == 0 and v["checked"] == len(records(cache)) - 1 and older.exists()
+    older.write_bytes(kept)
     victim = records(cache)[0]
     victim.write_bytes(victim.read_bytes()[:-1] + b"!")
     p = tc("verify", "--cache-dir", cache, "--json", check=False)

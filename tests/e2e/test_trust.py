@@ -106,6 +106,15 @@ def test_output_paths(module, tmp_path):
     out = subprocess.run([TASKCACHE, "build", module, "-o", "-", "--arch", ARCH, "--no-cache"],
                          capture_output=True, check=True)
     assert out.stdout == image
+    # a name for a descriptor the caller holds open on a regular file: the
+    # file was replaced, and the caller's descriptor read the old, empty one
+    # (a review; ptxas writes through it)
+    for name in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        with tempfile.TemporaryFile() as f:
+            subprocess.run([TASKCACHE, "build", module, "-o", name, "--arch", ARCH, "--no-cache"],
+                           stdout=f, check=True)
+            f.seek(0)
+            assert f.read() == image, name
 
 
 def test_output_equal_to_the_input_is_refused(module):
@@ -149,6 +158,22 @@ def test_a_directory_everyone_can_write_is_not_used(module, tmp_path):
     p = build(module, tmp_path / "o.cubin", cache)
     assert "writable by every user" in p.stderr and p.stderr.count("warning:") == 1
     assert not hostile.records(cache)
+
+
+def test_a_planted_shared_configuration_does_not_make_it_trusted(module, tmp_path):
+    # taskcache.conf saying shared = true had the directory's mode set to
+    # group-only before the check, which then passed: anyone could name
+    # the remote the builds would read from (a review)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "taskcache.conf").write_text("shared = true\nremote = http://127.0.0.1:9/planted\n")
+    os.chmod(cache, 0o777)
+    p = build(module, tmp_path / "o.cubin", cache)
+    assert "writable by every user" in p.stderr and p.stderr.count("warning:") == 1
+    assert not hostile.records(cache)
+    assert os.stat(cache).st_mode & 0o777 == 0o777  # left as it was found
+    s = tc("stats", "--cache-dir", cache, check=False)
+    assert "127.0.0.1:9" not in s.stdout and "cannot trust" in s.stdout
 
 
 def test_another_users_cache_directory_is_not_trusted(users, public, module, tmp_path):
@@ -472,6 +497,12 @@ def test_records_authenticated_with_a_secret(module, tmp_path):
     assert hostile.records(cache, "*") == held
     v = json.loads(run([TASKCACHE, "verify", "--cache-dir", cache, "--json"], env=env).stdout)
     assert v["checked"] == len(held) and v["bad"] == 0
+    # nor with another secret: its checksum cannot tell these records from
+    # damaged ones, and --remove-bad removed them all (a review)
+    v = json.loads(run([TASKCACHE, "verify", "--cache-dir", cache, "--remove-bad", "--json"],
+                       env=dict(env, TASKCACHE_SECRET_FILE=str(other))).stdout)
+    assert v == {"checked": 0, "bad": 0, "removed": 0}
+    assert hostile.records(cache, "*") == held
     # a secret that cannot be read means no cache, not an unauthenticated one
     p = run(cmd + ["-o", out], env=dict(env, TASKCACHE_SECRET_FILE=str(tmp_path / "none")))
     assert "cannot authenticate the records" in p.stderr and out.read_bytes() == good.read_bytes()

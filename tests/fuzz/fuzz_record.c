@@ -32,8 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (uint32_t kind = 1; kind <= TC_REC_KINDS; kind++) {
         char *p = NULL;
         size_t n = 0;
-        if (tc_record_decode(data, size, kind, &key, NULL, &p, &n) == 0)
-            free(p);
+        int decoded = tc_record_decode(data, size, kind, &key, NULL, &p, &n) == 0;
+        free(p);
+        /* verify's judgement agrees with a build's read of a plain record */
+        int judged = tc_record_check(data, size, kind, &key, NULL);
+        if (decoded != (judged == 1))
+            __builtin_trap();
     }
     /* 2. as payloads */
     tc_unit u;

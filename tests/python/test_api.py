@@ -1,6 +1,7 @@
 """The Python package over the C library: builds, errors as exceptions,
 keyed tasks with host metadata, group manifests, threads."""
 
+import os
 import pathlib
 import sys
 import threading
@@ -64,6 +65,21 @@ def test_build_and_warm(cache):
     again = cache.build(EXAMPLE, OPTS)
     assert again.report.module_hit and again.image == r.image
     assert cache.stats()["module_hits"] == 1
+
+
+def test_clear_beside_a_tree_an_interrupted_clear_left(tmp_path):
+    # a clear renames v1 away under a name of its own; that name was the
+    # pid alone, so a tree a killed clear of the same pid left (pid 1 of
+    # every container run) made every later clear fail (a review)
+    root = tmp_path / "cache"
+    with tc.Cache(root) as c:
+        c.build(EXAMPLE, OPTS)
+        left = root / f"v1.clear.{os.getpid()}" / "sm_90" / "u" / "00"
+        left.mkdir(parents=True)
+        (left / "x").write_bytes(b"left behind")
+        c.clear()
+        assert not (root / "v1").exists() and c.stats()["module_records"] == 0
+        assert c.build(EXAMPLE, OPTS).report.units_compiled > 0
 
 
 def test_progress_reports_every_compile(cache):

@@ -90,6 +90,24 @@ static void test_authenticated(void)
     forged.data[12] |= 2;
     seal(&forged);
     CHECK(tc_record_decode(forged.data, forged.len, TC_REC_MODULE, &key, &mine, &out, &n) == -1);
+    /* what verify may judge: its own secret's records and plain ones; an
+     * HMAC it cannot compute or that is not its secret's, and another
+     * format's record, are not its to judge (-1); damage it can see is 0 */
+    CHECK(tc_record_check(rec.data, rec.len, TC_REC_MODULE, &key, &mine) == 1);
+    CHECK(tc_record_check(rec.data, rec.len, TC_REC_MODULE, &key, &theirs) == -1);
+    CHECK(tc_record_check(rec.data, rec.len, TC_REC_MODULE, &key, NULL) == -1);
+    CHECK(tc_record_check(plain.data, plain.len, TC_REC_MODULE, &key, &mine) == 1);
+    CHECK(tc_record_check(plain.data, plain.len, TC_REC_MODULE, &key, NULL) == 1);
+    CHECK(tc_record_check(rec.data, rec.len - 1, TC_REC_MODULE, &key, &mine) == 0);
+    CHECK(tc_record_check(rec.data, rec.len, TC_REC_UNIT, &key, &mine) == 0);
+    tc_sb_reset(&forged);
+    tc_sb_append(&forged, plain.data, plain.len);
+    forged.data[forged.len - 1] ^= 1;
+    CHECK(tc_record_check(forged.data, forged.len, TC_REC_MODULE, &key, &mine) == 0);
+    forged.data[forged.len - 1] ^= 1;
+    forged.data[4] = 1; /* format 1 */
+    seal(&forged);
+    CHECK(tc_record_check(forged.data, forged.len, TC_REC_MODULE, &key, NULL) == -1);
     tc_sb_free(&forged);
     tc_sb_free(&plain);
     tc_sb_free(&rec);
