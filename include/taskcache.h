@@ -266,7 +266,8 @@ TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
  * ("none": no remote). Call before the handle's first build. A remote is
  * used only when the cache directory itself is usable.
  * @return TC_OK, or TC_ERR_INVALID with err naming what is wrong in spec
- * (no credentials are repeated in the message). */
+ * (no credentials are repeated in the message), or TC_ERR_IO when the
+ * password-file it names cannot be read (the handle then has no remote). */
 TC_API tc_status tc_cache_set_remote(tc_cache *cache, const char *spec, tc_error *err);
 
 /* The remote in use, in words without credentials ("redis://cache:6379

@@ -229,8 +229,9 @@ tc_status tc_cache_set_remote(tc_cache *c, const char *spec, tc_error *err)
     char why[sizeof err->message];
     if (!spec)
         return tc_set_error(err, TC_ERR_INVALID, "no remote spec (\"none\" for none)");
-    if (tc_store_set_remote(c->store, spec, why, sizeof why) != 0)
-        return tc_set_error(err, TC_ERR_INVALID, "%s", why);
+    int rc = tc_store_set_remote(c->store, spec, why, sizeof why);
+    if (rc != 0)
+        return tc_set_error(err, rc == -2 ? TC_ERR_IO : TC_ERR_INVALID, "%s", why);
     return TC_OK;
 }
 

@@ -1,10 +1,13 @@
 /* remote: `taskcache remote check`, and the --remote option the building
  * commands share (see remote.h). Public header only. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "cli/remote.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/common.h"
 
@@ -45,16 +48,92 @@ int cli_use_remote(tc_cache *cache, const char *spec)
     tc_error err;
     if (!spec)
         return EXIT_OK;
-    if (tc_cache_set_remote(cache, spec, &err) != TC_OK)
+    tc_status st = tc_cache_set_remote(cache, spec, &err);
+    if (st == TC_ERR_IO) { /* a file it names is missing: a cache problem, not a usage error */
+        fprintf(stderr, "%s: warning: --remote: %s; no remote storage is used\n", cli_prog,
+                err.message);
+        return EXIT_OK;
+    }
+    if (st != TC_OK)
         return cli_usage_error("--remote: %s", err.message);
     return EXIT_OK;
 }
 
+/* A flush running on a thread of its own, so that the build's thread can
+ * see a Ctrl-C while it waits. Allocated: an interrupted wait leaves it to
+ * the thread, and the process ends before the thread does. */
+typedef struct flush_job {
+    tc_cache *cache;
+    tc_status st;
+    tc_error err;
+    int done;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+} flush_job;
+
+static void *flush_thread(void *arg)
+{
+    flush_job *f = arg;
+    tc_status st = tc_cache_flush(f->cache, -1, &f->err);
+    pthread_mutex_lock(&f->lock);
+    f->st = st;
+    f->done = 1;
+    pthread_cond_signal(&f->cond);
+    pthread_mutex_unlock(&f->lock);
+    return NULL;
+}
+
 void cli_flush_remote(tc_cache *cache)
 {
-    tc_error err;
-    if (cache && tc_cache_flush(cache, -1, &err) != TC_OK)
-        fprintf(stderr, "%s: warning: %s\n", cli_prog, err.message);
+    if (!cache)
+        return;
+    flush_job *f = calloc(1, sizeof *f);
+    pthread_t t;
+    int threaded = 0;
+    if (f) {
+        f->cache = cache;
+        pthread_mutex_init(&f->lock, NULL);
+        pthread_cond_init(&f->cond, NULL);
+        threaded = pthread_create(&t, NULL, flush_thread, f) == 0;
+    }
+    if (!threaded) { /* no memory or no thread: waited for here */
+        tc_error err;
+        if (tc_cache_flush(cache, -1, &err) != TC_OK)
+            fprintf(stderr, "%s: warning: %s\n", cli_prog, err.message);
+        if (f) {
+            pthread_mutex_destroy(&f->lock);
+            pthread_cond_destroy(&f->cond);
+            free(f);
+        }
+        return;
+    }
+    /* uploads may take the remote's flush-timeout; a Ctrl-C ends the wait
+     * at once (the signal does not wake the wait: it is looked at every
+     * 50 ms), and what is still queued then gets the second an
+     * interrupted build gives it (cli_close_cache) */
+    pthread_mutex_lock(&f->lock);
+    while (!f->done && !cli_interrupted()) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&f->cond, &f->lock, &until);
+    }
+    int done = f->done;
+    pthread_mutex_unlock(&f->lock);
+    if (!done) {
+        pthread_detach(t); /* f stays the thread's */
+        return;
+    }
+    pthread_join(t, NULL);
+    if (f->st != TC_OK)
+        fprintf(stderr, "%s: warning: %s\n", cli_prog, f->err.message);
+    pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->cond);
+    free(f);
 }
 
 static void print_amount(int64_t bytes, int64_t records)

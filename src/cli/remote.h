@@ -15,7 +15,9 @@ int cli_remote(int argc, char **argv);
 int cli_use_remote(tc_cache *cache, const char *spec);
 
 /* Waits for the uploads a command queued (their flush timeout) and warns,
- * once, when some could not be written. NULL is allowed. */
+ * once, when some could not be written; a Ctrl-C ends the wait (the
+ * caller then dies of it, cli_close_cache giving the uploads a second).
+ * NULL is allowed. */
 void cli_flush_remote(tc_cache *cache);
 
 #endif

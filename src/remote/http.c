@@ -234,7 +234,7 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
         k->cancelled = 1;
         return 1;
     }
-    if (tc_remote_now() - k->start > k->timeout_s + (double)(moved >> 18)) {
+    if (tc_remote_now() - k->start > tc_remote_allowance(k->timeout_s, (uint64_t)moved)) {
         k->expired = 1;
         return 1; /* ends the transfer: CURLE_ABORTED_BY_CALLBACK */
     }

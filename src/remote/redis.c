@@ -52,6 +52,7 @@ typedef struct redis {
     int no_refresh;             /* read-only, or a user the server lets read only
                                    (GETEX and EXPIRE are writes): plain GET */
     unsigned connects;          /* connections made: tells a fresh one from a reused one */
+    uint64_t reply_max;         /* a lookup's: the most a value may hold (0: no bound) */
 #ifdef TC_HAVE_HIREDIS_SSL
     redisSSLContext *ssl;
 #endif
@@ -111,16 +112,37 @@ static int wait_readable(const redis *x, redisContext *c, long long ms)
     return 0; /* the read below times out */
 }
 
+/* Whether the reply hiredis is reading declares a string longer than max
+ * bytes. hiredis hands a string over only once all of it has arrived, and
+ * keeps what arrives meanwhile: a server that announces gigabytes (a
+ * faulty one, or someone on a plain redis:// link) would be buffered for
+ * as long as it sends. The reader has taken the type byte ('$') and waits
+ * at the length's digits. */
+static int declares_more_than(const redisReader *rd, uint64_t max)
+{
+    const char *p = rd->buf + rd->pos, *end = rd->buf + rd->len;
+    if (!max || p >= end)
+        return 0;
+    p += *p == '$';
+    uint64_t v = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++)
+        if ((v = v * 10 + (uint64_t)(*p - '0')) > max)
+            return 1;
+    return 0;
+}
+
 /* Sends what was appended to c, then reads `count` replies into
- * replies[], all within the spec's timeout: the socket's timeout bounds
- * each read only, and a server sending a byte every half second never
- * tripped it (a build hung for good). 0, or -1 with c->err set; the
- * deadline passed reads as a timeout (REDIS_ERR_IO, errno EAGAIN), a
- * cancel as REDIS_ERR_OTHER (cancelled(x) tells). The replies read are
- * the caller's to free either way. */
+ * replies[], within the spec's timeout plus a second per 256 KiB received
+ * (tc_remote_allowance, as HTTP gets): the socket's timeout bounds each
+ * read only, and a server sending a byte every half second never tripped
+ * it (a build hung for good). 0, or -1 with c->err set; the deadline
+ * passed reads as a timeout (REDIS_ERR_IO, errno EAGAIN), a cancel as
+ * REDIS_ERR_OTHER (cancelled(x) tells). The replies read are the caller's
+ * to free either way. */
 static int exchange(const redis *x, redisContext *c, void **replies, int count)
 {
-    double deadline = tc_remote_now() + (double)x->spec->timeout_ms / 1000;
+    double start = tc_remote_now(), timeout_s = (double)x->spec->timeout_ms / 1000;
+    uint64_t received = 0;
     int done = 0, got = 0;
     for (int i = 0; i < count; i++)
         replies[i] = NULL;
@@ -137,6 +159,13 @@ static int exchange(const redis *x, redisContext *c, void **replies, int count)
             got++;
             continue;
         }
+        if (declares_more_than(c->reader, x->reply_max)) {
+            c->err = REDIS_ERR_PROTOCOL;
+            snprintf(c->errstr, sizeof c->errstr,
+                     "it announces a value larger than any record of its kind");
+            return -1;
+        }
+        double deadline = start + tc_remote_allowance(timeout_s, received);
         double left = deadline - tc_remote_now();
         if (left > 0 && wait_readable(x, c, (long long)(left * 1000) + 1) != 0) {
             c->err = REDIS_ERR_OTHER;
@@ -151,8 +180,10 @@ static int exchange(const redis *x, redisContext *c, void **replies, int count)
             return -1;
         }
         redisSetTimeout(c, tv_of((long long)(left * 1000) + 1));
+        size_t before = c->reader->len;
         if (redisBufferRead(c) != REDIS_OK)
             return -1;
+        received += c->reader->len - before; /* what the read appended */
     }
     return 0;
 }
@@ -398,7 +429,9 @@ static tc_remote_outcome redis_get(tc_transport *t, const char *name, uint64_t m
     const char *argv[] = {getex ? "GETEX" : "GET", key, "EX", ttl};
     size_t lens[] = {strlen(argv[0]), strlen(key), 2, strlen(ttl)};
     redisReply *r;
+    x->reply_max = max;
     tc_remote_outcome o = command(x, getex ? 4 : 2, argv, lens, &r, why, n);
+    x->reply_max = 0;
     if (o != TC_REMOTE_OK)
         return o;
     if (getex && r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown command")) {

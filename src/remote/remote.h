@@ -177,6 +177,14 @@ static inline int tc_transport_cancelled(const tc_transport *t)
 
 /* Seconds on the monotonic clock: the transports' deadlines. */
 double tc_remote_now(void);
+/* How long a request may take, in seconds: the spec's timeout plus a
+ * second per 256 KiB it moved so far, so that a large record on a slow
+ * link is no stall, while a server that sends a byte now and then still
+ * runs out of time. */
+static inline double tc_remote_allowance(double timeout_s, uint64_t moved)
+{
+    return timeout_s + (double)(moved >> 18);
+}
 
 /* Transports for spec; NULL with why filled when one cannot be made (not
  * for a server that does not answer: that is found on first use). */

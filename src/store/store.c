@@ -203,8 +203,9 @@ static int read_password(tc_remote_spec *spec, const char *where, char *why, siz
  * where the text came from, for messages. A taskcache.conf is written by
  * whoever may write the cache: in a shared one, a member could make others
  * send a file of theirs to a server of the member's choosing, so there it
- * may not name a bearer-token-file or a password-file. 0, or -1 with why
- * filled. */
+ * may not name a bearer-token-file or a password-file. 0, -1 with why
+ * filled (a bad spec), or -2 (its password-file cannot be read: the store
+ * then has no remote). */
 static int set_remote(tc_store *st, const char *text, const char *where, int from_shared_file,
                       char *why, size_t n)
 {
@@ -223,7 +224,11 @@ static int set_remote(tc_store *st, const char *text, const char *where, int fro
                          "it in TASKCACHE_REMOTE", where,
                  spec->bearer_file[0] ? "bearer-token-file" : "password-file");
     } else if (spec->password_file[0] && read_password(spec, where, why, n) != 0) {
-        /* why is filled */
+        /* a spec that is right, and a file it names that is not there (a
+         * secret a CI runner did not mount): no remote, rather than the
+         * one configured before */
+        close_remote(st);
+        rc = -2;
     } else {
         close_remote(st);
         if (spec->kind && !(st->remote = tc_remote_new(spec)))
@@ -256,8 +261,9 @@ static void configure_remote(tc_store *st, const tc_config *cfg)
 
 int tc_store_set_remote(tc_store *st, const char *text, char *why, size_t n)
 {
-    if (set_remote(st, text, "remote", 0, why, n) != 0)
-        return -1;
+    int rc = set_remote(st, text, "remote", 0, why, n);
+    if (rc != 0)
+        return rc;
     pthread_mutex_lock(&st->lock);
     st->remote_problem[0] = '\0'; /* this one replaces whatever was configured */
     pthread_mutex_unlock(&st->lock);

@@ -106,7 +106,8 @@ const char *tc_store_auth_id(const tc_store *st);
 /* The remote comes from $TASKCACHE_REMOTE, else "remote = SPEC" in
  * <root>/taskcache.conf (config.h says what a spec is); this replaces
  * both ("none": no remote). Not while builds use the store. 0, or -1
- * with why filled (a bad spec). */
+ * with why filled (a bad spec), or -2 with why filled (the password-file
+ * it names cannot be read: no remote). */
 int tc_store_set_remote(tc_store *st, const char *spec, char *why, size_t n);
 /* The remote in use, in words (no credentials), or NULL. */
 const char *tc_store_remote(const tc_store *st);

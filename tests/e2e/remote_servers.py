@@ -217,7 +217,9 @@ class FaultProxy:
     (closes every connection at once); "answer" (answers every chunk it
     reads with the bytes `answer`, as a server that is not what it seems);
     "trickle" (answers with `answer`, then a byte every `delay` seconds for
-    ever: a reply that never ends, though something always arrives).
+    ever: a reply that never ends, though something always arrives);
+    "flood" (answers with `answer`, then zeros as fast as the client reads,
+    up to 2 GiB: a reply that announces more than it should and sends it).
     `connections` counts accepts; `events` says why the proxy itself ever
     closed a client's connection (so a test that sees a reset can tell the
     proxy's doing from the program's)."""
@@ -249,7 +251,7 @@ class FaultProxy:
             if self.mode == "drop":
                 self.events.append("dropped a connection (mode drop)")
                 c.close()
-            elif self.mode in ("stall", "answer", "trickle"):
+            elif self.mode in ("stall", "answer", "trickle", "flood"):
                 threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
             else:
                 try:
@@ -274,6 +276,13 @@ class FaultProxy:
                     while self.running:
                         time.sleep(self.delay)
                         c.sendall(b"a")
+                if self.mode == "flood":
+                    c.sendall(self.answer)
+                    zeros = bytes(1 << 20)
+                    for _ in range(2048):
+                        if not self.running:
+                            break
+                        c.sendall(zeros)
         except OSError:
             pass
         try:

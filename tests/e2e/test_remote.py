@@ -240,6 +240,17 @@ def test_bad_remote_specs_say_where(tmp_path, modules):
     assert (tmp_path / "o.cubin").read_bytes() == ref
     p = tc("remote", "check", "--cache-dir", cache, check=False)
     assert p.returncode == 1 and "taskcache.conf:2" in p.stderr
+    # a right spec whose password-file is missing (a secret a CI runner did
+    # not mount) is a cache problem, not a usage error: it stopped the build
+    # with status 2 (a review); the build goes on without the remote
+    (cache / "taskcache.conf").write_text("remote = redis://127.0.0.1:9\n")
+    stderr = build(ptx, tmp_path / "o2.cubin", cache,
+                   "redis://u@127.0.0.1:9|password-file=/nonexistent/pw")
+    w = warnings(stderr)
+    assert len(w) == 1 and "cannot read password-file /nonexistent/pw" in w[0], stderr
+    assert "no remote storage is used" in w[0]
+    assert (tmp_path / "o2.cubin").read_bytes() == ref
+    assert stats(cache)["remote_errors"] == 0  # not even the configuration's remote is tried
 
 
 # ---- a remote that is not there, or stalls --------------------------------------------------
@@ -412,6 +423,44 @@ def test_a_server_announcing_a_huge_reply_is_refused_at_once(tmp_path, modules):
         assert stats(tmp_path / "c")["remote_errors"] == 1
     finally:
         proxy.stop()
+
+
+def test_a_server_announcing_a_huge_value_is_refused_at_once(tmp_path, modules):
+    """A value announced at 1.9 GB, then sent as fast as it goes: hiredis
+    keeps a string until all of it has arrived, so the build buffered
+    hundreds of MB until the timeout (a review). The announced length is
+    checked against the largest record of its kind as it arrives."""
+    proxy = rs.FaultProxy(rs.free_port())
+    proxy.mode = "flood"
+    proxy.answer = b"$1900000000\r\n"
+    try:
+        ptx, ref = modules[1]
+        t0 = time.time()
+        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
+                       f"redis://127.0.0.1:{proxy.port}|timeout=60s")
+        assert time.time() - t0 < 30
+        assert (tmp_path / "o.cubin").read_bytes() == ref
+        w = warnings(stderr)
+        assert len(w) == 1 and "larger than any record of its kind" in w[0], stderr
+    finally:
+        proxy.stop()
+
+
+def test_ctrl_c_does_not_wait_for_the_final_flush(tmp_path, modules):
+    """The output is written and the build waits for its uploads (up to
+    flush-timeout, a minute here): a Ctrl-C then waited the minute out, as
+    the wait never looked at it (a review). The uploads get a second."""
+    server = rs.FaultHTTP()
+    server.mode = "stall-put"
+    try:
+        out = tmp_path / "o.cubin"
+        remote = server.url("c") + "|timeout=60s|flush-timeout=60s"
+        p = start_build(modules[0][0], out, tmp_path / "c", remote)
+        wait_for(lambda: out.exists() and server.puts)
+        time.sleep(0.3)  # in the flush
+        assert interrupt(p) < 10
+    finally:
+        server.stop()
 
 
 def test_units_missing_locally_are_looked_up_together(tmp_path, modules, redis, redis_db):
