@@ -661,6 +661,8 @@ typedef void (*tc_codegen_fn)(void *user, size_t index, const tc_task *task, tc_
 /* The task's PTX: size bytes, or up to the first NUL byte before them (a
  * C string's terminator may be included). */
 TC_API void tc_codegen_set_ptx(tc_codegen *out, const void *ptx, size_t size);
+/* The task's metadata, size bytes (data may be NULL for none; NULL with a
+ * size fails the task, as tc_codegen_fail does). */
 TC_API void tc_codegen_set_metadata(tc_codegen *out, const void *data, size_t size);
 /* Reports that codegen failed: the build fails with this message. */
 TC_API void tc_codegen_fail(tc_codegen *out, const char *message);

@@ -719,13 +719,15 @@ def function_key(fn, *extra, lines: bool = False) -> bytes:
     changes on the Python side. They cover fn's bytecode, constants and
     names; its defaults; the values of its closure cells and of the globals
     it reads (JITs such as numba freeze those into the code), and of what it
-    reads of the program's own classes (an enum member, a class constant);
-    recursively,
+    reads of the program's own classes and modules (an enum member, a class
+    constant, cfg.B of a module held in a global, a default or a closure
+    cell, as kernel factories hold them); recursively,
     the same for the Python functions it reaches that way (helpers, device
     functions; an object with a py_func attribute, such as a numba
     dispatcher, counts as its py_func); the interpreter's bytecode format;
     and each of extra, for what the host adds: the signature, the target,
-    compile options.
+    compile options (a module or class of the program's own code given
+    there counts by all of its attributes).
 
     Functions, classes and modules of installed packages and of the
     standard library count by name only (except those of fn's own package):
@@ -740,7 +742,11 @@ def function_key(fn, *extra, lines: bool = False) -> bytes:
     state.put("python", sys.implementation.cache_tag)
     state.value(root, ())
     for x in extra:
-        state.value(x, ())
+        # a module or class of the program's own code given here counts by
+        # every attribute of its own, as no code says what is read of it
+        own = isinstance(x, (type, types.ModuleType)) and not state.library(
+            getattr(x, "__module__", None) if isinstance(x, type) else x.__name__)
+        state.value(x, {n for n in vars(x) if not n.startswith("__")} if own else ())
     return h.digest()
 
 
@@ -763,6 +769,7 @@ class _KeyState:
     def __init__(self, h, lines, own_package):
         self.h, self.lines, self.own = h, lines, own_package
         self.seen = {}
+        self.read = {}  # id of a module or class: the attribute names hashed so far
         self.libs = None
 
     def put(self, tag, data):
@@ -829,6 +836,26 @@ class _KeyState:
         self.put(what, self.seen[id(v)])
         return True
 
+    def attributes(self, obj, what, names, read):
+        """What code reads of obj, a module or class of the program's own
+        code: each attribute in names, by value, once per key. Every visit
+        hashes the names not hashed before: the kernel may read cfg.A and
+        the device function it calls cfg.B, and a second visit that counted
+        as "again" left B out of the key (the old binary was served after B
+        changed)."""
+        if id(obj) not in self.seen:
+            self.seen[id(obj)] = len(self.seen)
+        self.put(what, self.seen[id(obj)])
+        done = self.read.setdefault(id(obj), set())
+        for n in sorted(set(names) - done):
+            done.add(n)  # first: an attribute that leads back here ends there
+            try:
+                a = read(n)
+            except Exception:  # absent, or a descriptor that refuses: nothing read
+                continue
+            self.put("attr", n)
+            self.value(a, names)
+
     def code(self, c):
         self.put("code", c.co_code)
         self.put("shape", (c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount,
@@ -848,14 +875,18 @@ class _KeyState:
             return
         self.put("function", name)
         self.code(f.__code__)
-        self.value(f.__defaults__, ())
-        self.value(f.__kwdefaults__, ())
+        # what the code reads of a module or class held in a default or a
+        # cell counts as it does of a global (kernel factories: make(cfg)
+        # returning a kernel that reads cfg.B; keyed by name only, an edit
+        # of B kept the key)
+        used = _names_used(f.__code__)
+        self.value(f.__defaults__, used)
+        self.value(f.__kwdefaults__, used)
         for cell in f.__closure__ or ():
             try:
-                self.value(cell.cell_contents, ())
+                self.value(cell.cell_contents, used)
             except ValueError:  # an empty cell
                 self.put("cell", "empty")
-        used = _names_used(f.__code__)
         g = f.__globals__
         builtins_ = g.get("__builtins__", {})
         builtins_ = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
@@ -872,15 +903,7 @@ class _KeyState:
         constant's value into the code: Color.RED going from 3 to 4 kept the
         key, and the old binary was served)."""
         self.put("named", f"{cls.__module__}.{cls.__qualname__}")
-        if not self.once(cls, "class"):
-            return
-        for n in sorted(names):
-            try:
-                a = getattr(cls, n)
-            except Exception:  # absent, or a descriptor that refuses: nothing read
-                continue
-            self.put("attr", n)
-            self.value(a, names)
+        self.attributes(cls, "class", names, lambda n: getattr(cls, n))
 
     def module(self, m, names):
         self.put("module", m.__name__)
@@ -895,12 +918,7 @@ class _KeyState:
                     else:
                         self.value(a, ())
             return
-        if not self.once(m, "module"):
-            return
-        for n in sorted(names):
-            if n in vars(m):
-                self.put("attr", n)
-                self.value(vars(m)[n], names)
+        self.attributes(m, "module", names, lambda n: vars(m)[n])
 
 
 def _names_used(code) -> set:

@@ -28,6 +28,12 @@ void tc_codegen_set_ptx(tc_codegen *g, const void *ptx, size_t size)
 
 void tc_codegen_set_metadata(tc_codegen *g, const void *data, size_t size)
 {
+    if (!data && size) { /* a host's mistake fails its task, not its process */
+        char why[96];
+        snprintf(why, sizeof why, "tc_codegen_set_metadata: no data for %zu bytes", size);
+        tc_codegen_fail(g, why);
+        return;
+    }
     tc_sb_reset(&g->meta);
     tc_sb_append(&g->meta, data, size);
     g->have_meta = 1;

@@ -1,6 +1,7 @@
 """taskcache.function_key: what a Python function's compiled code depends
 on, stable from one process to the next."""
 
+import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -92,6 +93,80 @@ def test_closures_and_defaults(tmp_path):
     ns2 = load(tmp_path)
     ns2["kernel"].__defaults__ = (4,)
     assert key(ns2) != key(load(tmp_path))
+
+
+FACTORY = textwrap.dedent('''
+    import enum
+    class Color(enum.IntEnum):
+        RED = {red}
+    def helper(x):
+        return x * cfg.B
+    def first(out):
+        out[0] = Color.RED + cfg.UNUSED * 0 + helper(1)
+    def make(c, color):
+        def kernel(out):
+            out[0] = c.B + color.RED
+        return kernel
+    def with_default(out, c=cfg, color=Color):
+        out[0] = c.B + color.RED
+''')
+
+
+def factory(tmp_path, **kw):
+    """The program's own code: a configuration module (a file, imported)
+    and kernels that read it."""
+    params = dict(red="3", b="2", unused="1", x="1")
+    params.update(kw)
+    tag = abs(hash(tuple(sorted(params.items()))))
+    mods = {}
+    for name, text in (("fk_cfg", f"B = {params['b']}\nUNUSED = {params['unused']}\n"),
+                       ("fk_opts", f"X = {params['x']}\n")):
+        path = tmp_path / f"{name}_{tag}.py"
+        path.write_text(text)
+        # one module name (only the contents differ), imported from a file
+        spec = importlib.util.spec_from_file_location(name, path)
+        mods[name] = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mods[name]
+        spec.loader.exec_module(mods[name])
+    ns = {"__name__": "fmod", "cfg": mods["fk_cfg"], "opts": mods["fk_opts"]}
+    exec(compile(FACTORY.format(**params), "fmod.py", "exec"), ns)
+    return ns
+
+
+def test_what_a_kernel_factory_closes_over_changes_the_key(tmp_path):
+    # a module or class held in a closure cell or a default was keyed by
+    # name only: cfg.B going from 2 to 7 kept the key, and numba_host.py
+    # served the old image (a review)
+    def closure(**kw):
+        ns = factory(tmp_path, **kw)
+        return tc.function_key(ns["make"](ns["cfg"], ns["Color"]))
+
+    def default(**kw):
+        return tc.function_key(factory(tmp_path, **kw)["with_default"])
+    for k in (closure, default):
+        base = k()
+        assert k() == base
+        assert k(b="7") != base and k(red="9") != base, k.__name__
+        assert k(unused="2") == base, k.__name__  # read by neither
+
+
+def test_a_second_visit_that_reads_other_attributes_keys_them(tmp_path):
+    # first reads cfg.UNUSED, and through helper cfg.B: the module's first
+    # visit hashed UNUSED, the second counted as "again" and B was left out
+    base = tc.function_key(factory(tmp_path)["first"])
+    assert tc.function_key(factory(tmp_path)["first"]) == base
+    assert tc.function_key(factory(tmp_path, b="7")["first"]) != base
+    assert tc.function_key(factory(tmp_path, unused="5")["first"]) != base
+
+
+def test_a_module_given_as_extra_counts_by_its_attributes(tmp_path):
+    # no code says what is read of a module a host passes along: all of it
+    # counts (it counted by name only)
+    def k(**kw):
+        ns = factory(tmp_path, **kw)
+        return tc.function_key(ns["first"], ns["opts"])
+    base = k()
+    assert k() == base and k(x="2") != base
 
 
 def test_arrays_by_content(tmp_path):

@@ -449,6 +449,37 @@ static void test_ptx_with_terminator(const char *dir)
     tc_cache_close(cache);
 }
 
+static int null_metadata(toy *t, size_t index, tc_codegen *out)
+{
+    char ptx[1024];
+    task_ptx(ptx, sizeof ptx, t->kernels[index], t->constants[index]);
+    tc_codegen_set_ptx(out, ptx, strlen(ptx));
+    if (index == 1)
+        tc_codegen_set_metadata(out, NULL, 5); /* crashed the host (a review) */
+    return 1;
+}
+
+static void test_null_metadata_fails_the_task(const char *dir)
+{
+    tc_cache *cache = open_cache(dir);
+    tc_options *o = options(2);
+    tc_task tasks[4];
+    char keys[4][64];
+    make_tasks(tasks, keys, 4, four);
+    toy t;
+    toy_init(&t, 4, four);
+    t.hook = null_metadata;
+    tc_host host = {"null meta 1", toy_codegen, &t, 0, NULL, 0};
+    tc_result *r = NULL;
+    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) != TC_OK);
+    CHECK(r != NULL);
+    if (r)
+        CHECK_CONTAINS(tc_result_diagnostics(r), "no data for 5 bytes");
+    tc_result_free(r);
+    tc_options_free(o);
+    tc_cache_close(cache);
+}
+
 /* ---- 6. cached tasks that no longer link ------------------------------------------- */
 
 /* Task "def" defines sym_<v> (v = 0: nothing); task "use" reads it. The key
@@ -888,6 +919,7 @@ int main(void)
     run("manifests follow the unit tier", test_manifests_follow_the_unit_tier);
     run("empty group key", test_empty_group_key);
     run("PTX with its NUL terminator", test_ptx_with_terminator);
+    run("NULL metadata with a size", test_null_metadata_fails_the_task);
     run("stale cached task", test_stale_cached_task_is_regenerated);
     run("serialized codegen across calls", test_serialized_codegen_across_calls);
     run("progress", test_progress);
