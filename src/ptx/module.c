@@ -252,6 +252,9 @@ static void parse_target(parser *p, tc_tok first)
         advance(p);
         if (expect_kind(p, TK_IDENT, "a target option after ','"))
             return;
+        if (tc_tok_is(&p->tok, "debug"))
+            whole(p->m, ".target at line %u asks for debug information, as -g does, which "
+                        "refers to code across all functions", first.line);
         last = p->tok;
         advance(p);
     }
@@ -987,10 +990,14 @@ static void scan_body(parser *p, tc_ptx_stmt *st, size_t si)
                 st->static_vars = 1;
             if (w.depth > 0 && (b.space == TC_SPACE_CONST || b.space == TC_SPACE_TEX))
                 st->own_const = 1;
-            if (w.depth == 0 && GROW(p->params_seen, p->nparams_seen, p->cap_params_seen) == 0)
-                p->params_seen[p->nparams_seen++] = *t;
-            else if (w.depth == 0)
-                oom(p);
+            /* the function's parameters, and the .param a call site
+             * declares in the body (nvcc's param0, retval0) */
+            if (w.depth == 0 || b.space == TC_BODY_SPACE_PARAM) {
+                if (GROW(p->params_seen, p->nparams_seen, p->cap_params_seen) == 0)
+                    p->params_seen[p->nparams_seen++] = *t;
+                else
+                    oom(p);
+            }
             break;
         case TC_BODY_CALLEE: {
             int32_t sym = b.local ? -1 : find_sym(p, t->p, t->len);
@@ -1171,12 +1178,25 @@ static void parse_function(parser *p, tc_tok first, tc_linkage linkage)
     }
 }
 
-/* A parameter named like a module symbol hides it in the function, but
+/* A parameter named like a module symbol (one of the function's, or a
+ * .param a call site declares in the body) hides it in the function, but
  * ptxas 13.0 resolves the name to the module symbol when another function
  * follows: what the module means then depends on the order of its
- * functions, which units change. Such modules are compiled whole. */
+ * functions, which units change. Such modules are compiled whole. So is
+ * one with a module symbol named with the prefix canonical texts give
+ * labels and .local variables: a renamed label of one function would meet
+ * it in a unit. */
 static void check_hidden_names(parser *p)
 {
+    size_t plen = sizeof TC_CANON_PREFIX - 1;
+    for (size_t i = 0; i < p->m->nsyms; i++) {
+        const tc_ptx_sym *y = &p->m->syms[i];
+        if (y->len >= plen && !memcmp(y->name, TC_CANON_PREFIX, plen)) {
+            whole(p->m, "'%.*s' is named with the prefix %s, which taskcache gives the labels "
+                        "of units", (int)(y->len > 64 ? 64 : y->len), y->name, TC_CANON_PREFIX);
+            return;
+        }
+    }
     for (size_t i = 0; i < p->nparams_seen; i++) {
         const tc_tok *t = &p->params_seen[i];
         if (find_sym(p, t->p, t->len) >= 0) {

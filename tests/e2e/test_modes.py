@@ -20,13 +20,14 @@ def test_unsplittable_module_is_compiled_whole_and_says_why(tmp_path):
     g = os.path.join(corpus_dir(), "globals_atomics.G.ptx")
     cache = str(tmp_path / "cache")
     p = build(g, tmp_path / "a.cubin", cache)
-    assert "note: compiled whole, not split: debug sections" in p.stderr
+    # its .target says debug too; the first reason found is the one given
+    assert "note: compiled whole, not split: .target at line 10 asks for debug" in p.stderr
     assert build(g, tmp_path / "b.cubin", cache, "-q").stderr == ""
     s = stats(cache)
     assert s["whole_builds"] == 1 and s["module_hits"] == 1
     assert (tmp_path / "a.cubin").read_bytes() == (tmp_path / "b.cubin").read_bytes()
     info = json.loads(tc("explain", g, "--arch", ARCH, "--cache-dir", cache, "--json").stdout)
-    assert info["mode"] == "whole" and "debug sections" in info["whole_reason"]
+    assert info["mode"] == "whole" and "asks for debug information" in info["whole_reason"]
 
 
 def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
@@ -43,6 +44,48 @@ def test_a_parameter_hiding_a_global_compiles_whole(tmp_path):
     sizes = [{n: v for n, v in elfsyms.section_sizes(str(tmp_path / f)).items()
               if not n.startswith(".note")} for f in ("a.cubin", "ptxas.cubin")]
     assert sizes[0] == sizes[1]  # the same code (the tool notes name the command line)
+
+
+HEAD = ".version 8.0\n.target sm_90{target}\n.address_size 64\n"
+CALLEE = (".func (.param .b64 r) f(.param .b64 x)\n{{\n .reg .u64 %rd<3>;\n"
+          " ld.param.u64 %rd1, [x];\n add.u64 %rd1, %rd1, 1;\n st.param.u64 [r], %rd1;\n"
+          " ret;\n}}\n")
+KERNELS = (".visible .entry k1(.param .u64 p)\n{{\n .reg .u64 %rd<3>;\n ld.param.u64 %rd1, [p];\n"
+           " {{\n .param .b64 {arg};\n .param .b64 b;\n st.param.b64 [{arg}], %rd1;\n"
+           " call (b), f, ({arg});\n ld.param.b64 %rd2, [b];\n }}\n"
+           "$L_k1:\n st.global.u64 [%rd1], %rd2;\n ret;\n}}\n"
+           ".visible .entry k2(.param .u64 p)\n{{\n .reg .u64 %rd<3>;\n ld.param.u64 %rd1, [p];\n"
+           " ld.global.u64 %rd2, [{var}];\n st.global.u64 [%rd1], %rd2;\n ret;\n}}\n")
+
+
+@pytest.mark.parametrize("case", ["call_param", "reserved_prefix", "target_debug"])
+def test_what_units_would_change_compiles_whole(tmp_path, case):
+    """Found by a review, each built otherwise than whole-module ptxas:
+    - call_param: a .param a call site declares (nvcc's param0) named like
+      a global; ptxas resolves it to the global when a function follows, so
+      k1's code depended on what shared its unit;
+    - reserved_prefix: a global named like the labels of units ($__tcL0)
+      met k1's renamed label in a unit: the build failed;
+    - target_debug: `.target sm_90, debug` is -g: units got no debug
+      strings (the build failed) or their shared memory twice.
+    Each module is compiled whole and gets ptxas's code."""
+    var = {"call_param": "gv", "reserved_prefix": "$__tcL0", "target_debug": "gv"}[case]
+    text = (HEAD.format(target=", debug" if case == "target_debug" else "") +
+            f".visible .global .align 8 .u64 {var} = 5;\n" + CALLEE.format() +
+            KERNELS.format(arg="gv" if case == "call_param" else "a0", var=var))
+    if case == "target_debug":
+        text += '.section .debug_str\n{\n$L__info_string0:\n.b8 107,0\n}\n'
+    src = tmp_path / f"{case}.ptx"
+    src.write_text(text)
+    from tchelp import PTXAS
+    run([PTXAS, f"-arch={ARCH}", src, "-o", tmp_path / "ptxas.cubin"])
+    info = json.loads(tc("explain", src, "--arch", ARCH, "--no-cache", "--json", *PER_KERNEL).stdout)
+    assert info["mode"] == "whole", info["whole_reason"]
+    p = build(str(src), tmp_path / "a.cubin", None, *PER_KERNEL)
+    assert "compiled whole" in p.stderr
+    text_of = [{n: v for n, v in elfsyms.sections(str(tmp_path / f)).items() if n.startswith(".text")}
+               for f in ("a.cubin", "ptxas.cubin")]
+    assert text_of[0] == text_of[1]
 
 
 
