@@ -28,8 +28,10 @@ enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
 
 /* ---- the real dlsym and the real driver ------------------------------------------------ */
 
-static void *(*real_dlsym)(void *, const char *);
-static void *(*real_dlvsym)(void *, const char *, const char *);
+/* not static: the entry points below jump through them (hidden all the
+ * same, as everything of this library but its exports) */
+void *(*real_dlsym)(void *, const char *);
+void *(*real_dlvsym)(void *, const char *, const char *);
 static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 
 static void find_real_dlsym(void)
@@ -37,6 +39,13 @@ static void find_real_dlsym(void)
     void *p = tc_libc_function("dlsym"), *q = tc_libc_function("dlvsym");
     memcpy(&real_dlsym, &p, sizeof p);
     memcpy(&real_dlvsym, &q, sizeof q);
+}
+
+/* Found before any program code runs: the entry points' RTLD_NEXT path
+ * needs them (until then it takes the path of every other handle). */
+__attribute__((constructor)) static void find_real_dlsym_early(void)
+{
+    pthread_once(&dlsym_once, find_real_dlsym);
 }
 
 static tc_real_driver real;
@@ -292,16 +301,83 @@ static void rebind(void)
         tc_rebind_lookups(a, b);
 }
 
-void *dlsym(void *restrict handle, const char *restrict name)
+/* dlsym and dlvsym for every handle but RTLD_NEXT (below). */
+void *tc_dlsym_any(void *restrict handle, const char *restrict name);
+void *tc_dlvsym_any(void *restrict handle, const char *restrict name,
+                    const char *restrict version);
+
+void *tc_dlsym_any(void *restrict handle, const char *restrict name)
 {
     pthread_once(&dlsym_once, find_real_dlsym);
     rebind();
     return real_dlsym ? swap(real_dlsym(handle, name), name, "dlsym") : NULL;
 }
 
-void *dlvsym(void *restrict handle, const char *restrict name, const char *restrict version)
+void *tc_dlvsym_any(void *restrict handle, const char *restrict name,
+                    const char *restrict version)
 {
     pthread_once(&dlsym_once, find_real_dlsym);
     rebind();
     return real_dlvsym ? swap(real_dlvsym(handle, name, version), name, "dlvsym") : NULL;
 }
+
+/* RTLD_NEXT means the next definition after the object that called
+ * dlsym, which the C library tells by its caller's return address. Called
+ * from here, it would look after this library: a wrapper library that
+ * asks for the next getpid would get its own, and recurse for ever. So
+ * for RTLD_NEXT the entry points jump to the real functions, leaving the
+ * caller's return address in place (no stand-in then: a library that
+ * wraps the driver gets the driver's functions, and the program's calls
+ * reach them through the wrapper, uncached). On other processors C entry
+ * points serve every handle, RTLD_NEXT as it was. */
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl dlsym\n.type dlsym, @function\n"
+        "dlsym:\n"
+        "    cmpq $-1, %rdi\n"             /* RTLD_NEXT is (void *)-1 */
+        "    jne tc_dlsym_any\n"
+        "    movq real_dlsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    je tc_dlsym_any\n"
+        "    jmp *%rax\n"
+        ".size dlsym, .-dlsym\n"
+        ".globl dlvsym\n.type dlvsym, @function\n"
+        "dlvsym:\n"
+        "    cmpq $-1, %rdi\n"
+        "    jne tc_dlvsym_any\n"
+        "    movq real_dlvsym(%rip), %rax\n"
+        "    testq %rax, %rax\n"
+        "    je tc_dlvsym_any\n"
+        "    jmp *%rax\n"
+        ".size dlvsym, .-dlvsym\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl dlsym\n.type dlsym, %function\n"
+        "dlsym:\n"
+        "    cmn x0, #1\n"
+        "    b.ne tc_dlsym_any\n"
+        "    adrp x16, real_dlsym\n"
+        "    ldr x16, [x16, :lo12:real_dlsym]\n"
+        "    cbz x16, tc_dlsym_any\n"
+        "    br x16\n"
+        ".size dlsym, .-dlsym\n"
+        ".globl dlvsym\n.type dlvsym, %function\n"
+        "dlvsym:\n"
+        "    cmn x0, #1\n"
+        "    b.ne tc_dlvsym_any\n"
+        "    adrp x16, real_dlvsym\n"
+        "    ldr x16, [x16, :lo12:real_dlvsym]\n"
+        "    cbz x16, tc_dlvsym_any\n"
+        "    br x16\n"
+        ".size dlvsym, .-dlvsym\n");
+#else
+void *dlsym(void *restrict handle, const char *restrict name)
+{
+    return tc_dlsym_any(handle, name);
+}
+
+void *dlvsym(void *restrict handle, const char *restrict name, const char *restrict version)
+{
+    return tc_dlvsym_any(handle, name, version);
+}
+#endif

@@ -11,6 +11,7 @@
 #include "intercept/intercept.h"
 
 typedef struct lookup {
+    const char *library; /* the start of the file name: "libc.so" */
     const char *name;
     void *found;
 } lookup;
@@ -94,7 +95,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
     lookup *l = data;
     const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
     base = base ? base + 1 : info->dlpi_name;
-    if (!base || strncmp(base, "libc.so", 7) != 0)
+    if (!base || strncmp(base, l->library, strlen(l->library)) != 0)
         return 0;
     for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
@@ -107,7 +108,10 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 
 void *tc_libc_function(const char *name)
 {
-    lookup l = {name, NULL};
+    /* before glibc 2.34, dlsym and dlvsym were libdl's */
+    lookup l = {"libc.so", name, NULL}, dl = {"libdl.so", name, NULL};
     dl_iterate_phdr(visit, &l);
-    return l.found;
+    if (!l.found)
+        dl_iterate_phdr(visit, &dl);
+    return l.found ? l.found : dl.found;
 }

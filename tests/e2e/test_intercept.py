@@ -644,3 +644,48 @@ def test_what_the_driver_refuses_goes_to_the_driver(tmp_path, ptx, args, why):
     p = run("dlsym", action, ptx, *args, check=False)
     assert any(why in l and "passed to the driver" in l or
                why in l and "the driver compiles" in l for l in p.log), p.log
+
+
+WRAPPER = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+static __thread int depth;
+pid_t getpid(void)
+{
+    static pid_t (*next)(void);
+    if (++depth > 20) {
+        fputs("wrapper: recursed\n", stderr);
+        _exit(3);
+    }
+    if (!next) {
+        void *p = dlsym(RTLD_NEXT, "getpid");
+        Dl_info i;
+        if (p && dladdr(p, &i))
+            fprintf(stderr, "wrapper: next getpid in %s\n", i.dli_fname);
+        *(void **)&next = p;
+    }
+    pid_t r = next ? next() : -1;
+    depth--;
+    return r;
+}
+"""
+
+
+def test_a_wrapper_library_finds_the_next_definition(tmp_path):
+    """dlsym(RTLD_NEXT) means the next definition after its caller, which
+    the C library tells by the return address: through the interceptor's
+    dlsym it looked after the interceptor, so a wrapper library (preloaded,
+    as libfaketime is) found its own getpid and recursed (a review)."""
+    (tmp_path / "wrap.c").write_text(WRAPPER)
+    (tmp_path / "main.c").write_text('#include <stdio.h>\n#include <unistd.h>\n'
+                                     'int main(void) { printf("%d\\n", getpid() > 0); return 0; }\n')
+    lib, prog = tmp_path / "libwrap.so", tmp_path / "prog"
+    run_tool(["cc", "-shared", "-fPIC", "-o", lib, tmp_path / "wrap.c", "-ldl"])
+    run_tool(["cc", "-o", prog, tmp_path / "main.c"])
+    env = dict(os.environ, LD_PRELOAD=str(lib))
+    for cmd in ([prog], [TASKCACHE, "run", "--", prog]):
+        p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+        assert p.returncode == 0 and p.stdout == "1\n", (cmd, p.stderr)
+        assert "next getpid in" in p.stderr and "libwrap" not in p.stderr.split(" in ")[-1]
