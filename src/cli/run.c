@@ -157,6 +157,17 @@ int tc_cli_run(int argc, char **argv)
             fprintf(stderr, "taskcache run: warning: cannot use %s (%s): the driver will "
                             "compile the program's PTX\n", builder, why);
     }
+    /* LD_PRELOAD takes names apart at spaces and colons: a library whose
+     * path holds one would not be loaded, and the loader would complain in
+     * every process the program starts */
+    if (strpbrk(lib, " :\t")) {
+        fprintf(stderr, "taskcache run: warning: %s cannot be preloaded (LD_PRELOAD takes its "
+                        "path apart at a space or ':'); the program runs without taskcache\n",
+                lib);
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "taskcache run: cannot run %s: %s\n", argv[i], strerror(errno));
+        return 127;
+    }
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(len);

@@ -86,12 +86,18 @@ void tc_intercept_note(const char *fmt, ...)
     if (n > (int)sizeof line - 2)
         n = (int)sizeof line - 2;
     line[n++] = '\n';
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* standard error (taskcache run -v) is written through the program's
+     * own descriptor: opened again, its offset would be a second one, and
+     * the program's next write into a file it redirects to would cover
+     * the line */
+    int to_stderr = !strcmp(path, "/dev/stderr") || !strcmp(path, "/dev/fd/2");
+    int fd = to_stderr ? 2 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
     ssize_t w = write(fd, line, (size_t)n);
     (void)w; /* a log that cannot be written is no reason to fail a load */
-    close(fd);
+    if (!to_stderr)
+        close(fd);
 }
 
 /* Length of the PTX text at p, or 0 when p holds something else the driver

@@ -30,7 +30,7 @@ enum { JUMP_SLOT = -1, GLOB_DAT = -1 };
 #endif
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long seen_adds;
+static unsigned long long seen_adds, seen_subs;
 /* load addresses of the objects already looked at */
 static uintptr_t done[1024];
 static size_t ndone;
@@ -45,28 +45,32 @@ static uintptr_t at(const struct dl_phdr_info *info, uintptr_t p)
     return p < info->dlpi_addr ? p + info->dlpi_addr : p;
 }
 
-/* Writes fn into a GOT slot. Inside the object's RELRO segment the page
- * became read-only after relocation: it is opened for the one write and
- * closed again; elsewhere the slot is writable as it is (and its page may
- * hold other data that must stay writable). */
+/* Writes fn into a GOT slot. The pages of the object's RELRO segment
+ * became read-only after relocation: such a page is opened for the one
+ * write and closed again. The loader protects whole pages only: the
+ * segment's last page, when it ends inside one, stays writable and may
+ * hold the object's data (64 KiB pages make that likely), so it, like any
+ * slot outside the segment, is written as it is. */
 static void set_slot(const struct dl_phdr_info *info, uintptr_t slot, void *fn)
 {
     void **p = (void **)slot;
     if (*p == fn)
         return;
-    int relro = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t mask = ~(uintptr_t)(page - 1);
+    int read_only = 0;
     for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_GNU_RELRO && slot >= lo && slot < lo + ph->p_memsz)
-            relro = 1;
+        if (ph->p_type == PT_GNU_RELRO && slot >= (lo & mask) &&
+            slot < ((lo + ph->p_memsz) & mask))
+            read_only = 1;
     }
-    if (!relro) {
+    if (!read_only) {
         *p = fn;
         return;
     }
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t start = slot & ~(uintptr_t)(page - 1);
+    uintptr_t start = slot & mask;
     if (mprotect((void *)start, (size_t)page, PROT_READ | PROT_WRITE) != 0)
         return; /* left as it is: the library's lookups then pass us by */
     *p = fn;
@@ -121,6 +125,13 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
     (void)size;
     const targets *t = data;
     __atomic_store_n(&seen_adds, info->dlpi_adds, __ATOMIC_RELAXED);
+    /* an object unloaded since: another may now sit at its address (a
+     * library loaded again after dlclose), so every one is looked at anew
+     * (those already pointed here cost a comparison each) */
+    if (info->dlpi_subs != seen_subs) {
+        seen_subs = info->dlpi_subs;
+        ndone = 0;
+    }
     for (size_t i = 0; i < ndone; i++)
         if (done[i] == info->dlpi_addr)
             return 0;

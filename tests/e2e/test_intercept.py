@@ -11,6 +11,7 @@ import datetime
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import time
 
@@ -689,3 +690,72 @@ def test_a_wrapper_library_finds_the_next_definition(tmp_path):
         p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
         assert p.returncode == 0 and p.stdout == "1\n", (cmd, p.stderr)
         assert "next getpid in" in p.stderr and "libwrap" not in p.stderr.split(" in ")[-1]
+
+
+def test_verbose_lines_keep_to_the_programs_output(tmp_path, ptx):
+    """-v wrote its lines through a descriptor of its own onto standard
+    error: redirected to a file with the program's output, the program's
+    next write, at its own offset, covered them (a review)."""
+    out = tmp_path / "out.txt"
+    script = f"echo first; {CLIENT} dlsym load {ptx}; echo last"
+    e = dict(os.environ, LD_LIBRARY_PATH=str(FAKE_DIR), ASAN_OPTIONS="detect_leaks=0")
+    with open(out, "w") as f:
+        subprocess.run([TASKCACHE, "run", "-v", "--cache-dir", str(tmp_path / "c"), "--",
+                        "sh", "-c", script], stdout=f, stderr=subprocess.STDOUT, env=e,
+                       check=True, timeout=300)
+    lines = out.read_text().splitlines()
+    assert lines[0] == "first" and lines[-1] == "last", lines
+    assert any(re.match(r"taskcache\[\d+\] \S+: cuModuleLoadData: built with taskcache", l)
+               for l in lines), lines
+
+
+def test_a_path_ld_preload_cannot_name(tmp_path, ptx):
+    """LD_PRELOAD takes paths apart at spaces and colons: from a directory
+    named so, the interceptor was not loaded, and the loader complained in
+    every process. The program runs without taskcache, and one warning
+    says why."""
+    d = tmp_path / "my tools"
+    d.mkdir()
+    for f in (TASKCACHE, LIB, BUILD / "libtaskcache_jit.so"):  # copies: run finds its own
+        shutil.copy2(pathlib.Path(f).resolve(), d / pathlib.Path(f).name)
+    e = dict(os.environ, LD_LIBRARY_PATH=str(FAKE_DIR), ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([str(d / "taskcache"), "run", "--", str(CLIENT), "dlsym", "load", str(ptx)],
+                       capture_output=True, text=True, env=e, timeout=300)
+    assert p.returncode == 0 and "ERROR: ld.so" not in p.stderr, p.stderr
+    assert p.stderr.count("cannot be preloaded") == 1 and "runs without taskcache" in p.stderr
+
+
+RELOAD = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    (void)argc;
+    for (int i = 0; i < 3; i++) {
+        void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+        void *(*look)(const char *);
+        *(void **)&look = dlsym(h, "deep_lookup");
+        Dl_info in;
+        void *p = look("cuModuleLoadData");
+        printf("%s\n", p && dladdr(p, &in) ? in.dli_fname : "none");
+        dlclose(h);
+    }
+    return 0;
+}
+"""
+
+
+def test_a_deepbind_library_loaded_again_is_rebound_again(tmp_path):
+    """A library loaded with RTLD_DEEPBIND, closed and loaded again at the
+    same address kept the C library's dlsym: the interceptor remembered the
+    address as done (a review). Each load's lookup finds the stand-in."""
+    (tmp_path / "reload.c").write_text(RELOAD)
+    prog = tmp_path / "reload"
+    run_tool(["cc", "-o", prog, tmp_path / "reload.c", "-ldl"])
+    e = dict(os.environ, LD_LIBRARY_PATH=str(FAKE_DIR), ASAN_OPTIONS="detect_leaks=0")
+    p = subprocess.run([TASKCACHE, "run", "--cache-dir", str(tmp_path / "c"), "--", str(prog),
+                        str(FAKE_DIR / "libdeep_lookup.so")], capture_output=True, text=True,
+                       env=e, check=True, timeout=300)
+    found = p.stdout.split()
+    assert len(found) == 3 and all(f.endswith("libtaskcache_intercept.so") for f in found), found
