@@ -430,7 +430,11 @@ static int with_terminator(toy *t, size_t index, tc_codegen *out)
     return 1;
 }
 
-static void test_ptx_with_terminator(const char *dir)
+/* Builds the four toy tasks, hook answering their codegen calls; check
+ * looks at the status and the result before both are let go. */
+static void build_four(const char *dir, const char *version,
+                       int (*hook)(toy *t, size_t index, tc_codegen *out),
+                       void (*check)(tc_status st, const tc_result *r))
 {
     tc_cache *cache = open_cache(dir);
     tc_options *o = options(2);
@@ -439,14 +443,25 @@ static void test_ptx_with_terminator(const char *dir)
     make_tasks(tasks, keys, 4, four);
     toy t;
     toy_init(&t, 4, four);
-    t.hook = with_terminator;
-    tc_host host = {"nul 1", toy_codegen, &t, 0, NULL, 0};
+    t.hook = hook;
+    tc_host host = {version, toy_codegen, &t, 0, NULL, 0};
     tc_result *r = NULL;
-    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) == TC_OK);
-    CHECK(r && tc_result_entry_count(r) == 4);
+    tc_status st = tc_build_tasks(cache, o, &host, tasks, 4, &r);
+    check(st, r);
     tc_result_free(r);
     tc_options_free(o);
     tc_cache_close(cache);
+}
+
+static void four_built(tc_status st, const tc_result *r)
+{
+    CHECK(st == TC_OK);
+    CHECK(r && tc_result_entry_count(r) == 4);
+}
+
+static void test_ptx_with_terminator(const char *dir)
+{
+    build_four(dir, "nul 1", with_terminator, four_built);
 }
 
 static int null_metadata(toy *t, size_t index, tc_codegen *out)
@@ -459,25 +474,17 @@ static int null_metadata(toy *t, size_t index, tc_codegen *out)
     return 1;
 }
 
-static void test_null_metadata_fails_the_task(const char *dir)
+static void task_failed(tc_status st, const tc_result *r)
 {
-    tc_cache *cache = open_cache(dir);
-    tc_options *o = options(2);
-    tc_task tasks[4];
-    char keys[4][64];
-    make_tasks(tasks, keys, 4, four);
-    toy t;
-    toy_init(&t, 4, four);
-    t.hook = null_metadata;
-    tc_host host = {"null meta 1", toy_codegen, &t, 0, NULL, 0};
-    tc_result *r = NULL;
-    CHECK(tc_build_tasks(cache, o, &host, tasks, 4, &r) != TC_OK);
+    CHECK(st != TC_OK);
     CHECK(r != NULL);
     if (r)
         CHECK_CONTAINS(tc_result_diagnostics(r), "no data for 5 bytes");
-    tc_result_free(r);
-    tc_options_free(o);
-    tc_cache_close(cache);
+}
+
+static void test_null_metadata_fails_the_task(const char *dir)
+{
+    build_four(dir, "null meta 1", null_metadata, task_failed);
 }
 
 /* ---- 6. cached tasks that no longer link ------------------------------------------- */
