@@ -59,27 +59,28 @@ int cli_use_remote(tc_cache *cache, const char *spec)
     return EXIT_OK;
 }
 
-/* A flush running on a thread of its own, so that the build's thread can
- * see a Ctrl-C while it waits. Allocated: an interrupted wait leaves it to
- * the thread, and the process ends before the thread does. */
-typedef struct flush_job {
+/* The one flush a command ends with, on a thread of its own, so that the
+ * command's thread can see a Ctrl-C while it waits. Static: an interrupted
+ * wait leaves it to the thread, and the process ends before the thread
+ * does. */
+static struct {
     tc_cache *cache;
     tc_status st;
     tc_error err;
     int done;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-} flush_job;
+} flush = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void *flush_thread(void *arg)
 {
-    flush_job *f = arg;
-    tc_status st = tc_cache_flush(f->cache, -1, &f->err);
-    pthread_mutex_lock(&f->lock);
-    f->st = st;
-    f->done = 1;
-    pthread_cond_signal(&f->cond);
-    pthread_mutex_unlock(&f->lock);
+    (void)arg;
+    tc_status st = tc_cache_flush(flush.cache, -1, &flush.err);
+    pthread_mutex_lock(&flush.lock);
+    flush.st = st;
+    flush.done = 1;
+    pthread_cond_signal(&flush.cond);
+    pthread_mutex_unlock(&flush.lock);
     return NULL;
 }
 
@@ -87,53 +88,37 @@ void cli_flush_remote(tc_cache *cache)
 {
     if (!cache)
         return;
-    flush_job *f = calloc(1, sizeof *f);
+    flush.cache = cache;
+    flush.done = 0;
     pthread_t t;
-    int threaded = 0;
-    if (f) {
-        f->cache = cache;
-        pthread_mutex_init(&f->lock, NULL);
-        pthread_cond_init(&f->cond, NULL);
-        threaded = pthread_create(&t, NULL, flush_thread, f) == 0;
-    }
-    if (!threaded) { /* no memory or no thread: waited for here */
-        tc_error err;
-        if (tc_cache_flush(cache, -1, &err) != TC_OK)
-            fprintf(stderr, "%s: warning: %s\n", cli_prog, err.message);
-        if (f) {
-            pthread_mutex_destroy(&f->lock);
-            pthread_cond_destroy(&f->cond);
-            free(f);
+    if (pthread_create(&t, NULL, flush_thread, NULL) != 0) {
+        flush_thread(NULL); /* no thread: waited for here */
+    } else {
+        /* uploads may take the remote's flush-timeout; a Ctrl-C ends the
+         * wait at once (the signal does not wake the wait: it is looked
+         * at every 50 ms), and what is still queued then gets the second
+         * an interrupted build gives it (cli_close_cache) */
+        pthread_mutex_lock(&flush.lock);
+        while (!flush.done && !cli_interrupted()) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 50 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&flush.cond, &flush.lock, &until);
         }
-        return;
-    }
-    /* uploads may take the remote's flush-timeout; a Ctrl-C ends the wait
-     * at once (the signal does not wake the wait: it is looked at every
-     * 50 ms), and what is still queued then gets the second an
-     * interrupted build gives it (cli_close_cache) */
-    pthread_mutex_lock(&f->lock);
-    while (!f->done && !cli_interrupted()) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+        int done = flush.done;
+        pthread_mutex_unlock(&flush.lock);
+        if (!done) {
+            pthread_detach(t); /* the flush stays the thread's */
+            return;
         }
-        pthread_cond_timedwait(&f->cond, &f->lock, &until);
+        pthread_join(t, NULL);
     }
-    int done = f->done;
-    pthread_mutex_unlock(&f->lock);
-    if (!done) {
-        pthread_detach(t); /* f stays the thread's */
-        return;
-    }
-    pthread_join(t, NULL);
-    if (f->st != TC_OK)
-        fprintf(stderr, "%s: warning: %s\n", cli_prog, f->err.message);
-    pthread_mutex_destroy(&f->lock);
-    pthread_cond_destroy(&f->cond);
-    free(f);
+    if (flush.st != TC_OK)
+        fprintf(stderr, "%s: warning: %s\n", cli_prog, flush.err.message);
 }
 
 static void print_amount(int64_t bytes, int64_t records)
