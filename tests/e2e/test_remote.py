@@ -363,6 +363,18 @@ def test_ctrl_c_does_not_wait_for_stalled_uploads(tmp_path, modules):
         server.stop()
 
 
+def build_past(module, tmp_path, remote, seconds=None):
+    """Builds module (ptx, reference image) through a remote that
+    misbehaves: the build ends within seconds (when given) with the image a
+    build without a remote makes. Its standard error."""
+    ptx, ref = module
+    t0 = time.time()
+    stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c", remote)
+    assert seconds is None or time.time() - t0 < seconds
+    assert (tmp_path / "o.cubin").read_bytes() == ref
+    return stderr
+
+
 def test_a_reply_that_never_ends_costs_one_timeout(tmp_path, modules):
     """A server that answers a byte every 200 ms: each read succeeds within
     the timeout, and a build waited for the end of the reply for good (a
@@ -371,12 +383,8 @@ def test_a_reply_that_never_ends_costs_one_timeout(tmp_path, modules):
     proxy = rs.FaultProxy(rs.free_port())
     proxy.mode, proxy.answer, proxy.delay = "trickle", b"+", 0.2
     try:
-        ptx, ref = modules[1]
-        t0 = time.time()
-        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
-                       f"redis://127.0.0.1:{proxy.port}|timeout=1s")
-        assert time.time() - t0 < 20
-        assert (tmp_path / "o.cubin").read_bytes() == ref
+        stderr = build_past(modules[1], tmp_path, f"redis://127.0.0.1:{proxy.port}|timeout=1s",
+                            20)
         assert len(warnings(stderr)) == 1 and "timed out" in stderr
         # and `remote check` calls a server that never finishes an answer
         # unreachable (it said "reachable yes" after a timeout per question)
@@ -395,12 +403,7 @@ def test_an_http_body_that_trickles_costs_the_timeout(tmp_path, modules):
     server = rs.FaultHTTP()
     server.mode = "trickle"
     try:
-        ptx, ref = modules[2]
-        t0 = time.time()
-        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
-                       server.url("tc") + "|timeout=1s|retries=1")
-        assert time.time() - t0 < 30
-        assert (tmp_path / "o.cubin").read_bytes() == ref
+        stderr = build_past(modules[2], tmp_path, server.url("tc") + "|timeout=1s|retries=1", 30)
         assert "timed out" in stderr
     finally:
         server.stop()
@@ -414,10 +417,7 @@ def test_a_server_announcing_a_huge_reply_is_refused_at_once(tmp_path, modules):
     proxy.mode = "answer"
     proxy.answer = b"*2000000000\r\n"
     try:
-        ptx, ref = modules[1]
-        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
-                       f"redis://127.0.0.1:{proxy.port}|timeout=30s")
-        assert (tmp_path / "o.cubin").read_bytes() == ref
+        stderr = build_past(modules[1], tmp_path, f"redis://127.0.0.1:{proxy.port}|timeout=30s")
         w = warnings(stderr)
         assert len(w) == 1 and "more array elements than taskcache ever reads" in w[0], stderr
         assert stats(tmp_path / "c")["remote_errors"] == 1
@@ -434,12 +434,8 @@ def test_a_server_announcing_a_huge_value_is_refused_at_once(tmp_path, modules):
     proxy.mode = "flood"
     proxy.answer = b"$1900000000\r\n"
     try:
-        ptx, ref = modules[1]
-        t0 = time.time()
-        stderr = build(ptx, tmp_path / "o.cubin", tmp_path / "c",
-                       f"redis://127.0.0.1:{proxy.port}|timeout=60s")
-        assert time.time() - t0 < 30
-        assert (tmp_path / "o.cubin").read_bytes() == ref
+        stderr = build_past(modules[1], tmp_path, f"redis://127.0.0.1:{proxy.port}|timeout=60s",
+                            30)
         w = warnings(stderr)
         assert len(w) == 1 and "larger than any record of its kind" in w[0], stderr
     finally:
