@@ -331,7 +331,10 @@ TC_API tc_status tc_options_set_jobs(tc_options *opts, int jobs);
 
 /* Path of the ptxas binary. Default: $TASKCACHE_PTXAS, else
  * $CUDA_HOME/bin/ptxas, else the toolkit found when taskcache was built,
- * else ptxas on $PATH. nvlink is looked for next to it. */
+ * else ptxas on $PATH. nvlink is looked for next to it. A ptxas named here
+ * (or by the variables) compiles, unless the in-process compiler is its
+ * release (tc_options_set_compiler); one that cannot run fails the build
+ * with TC_ERR_TOOLCHAIN. */
 TC_API tc_status tc_options_set_ptxas(tc_options *opts, const char *path);
 
 typedef enum tc_tier {
@@ -346,17 +349,33 @@ typedef enum tc_tier {
 TC_API tc_status tc_options_set_tier(tc_options *opts, tc_tier tier, int enabled);
 
 typedef enum tc_compiler {
-    TC_COMPILER_AUTO = 0,      /* in-process when built with it, else ptxas */
+    TC_COMPILER_AUTO = 0,      /* in-process when built with it and no other ptxas release
+                                  was named, else ptxas */
     TC_COMPILER_PTXAS = 1,     /* one ptxas process per unit */
     TC_COMPILER_INPROCESS = 2  /* nvPTXCompiler on worker threads */
 } tc_compiler;
 
-/* Chooses the compile backend. Default: $TASKCACHE_COMPILER ("ptxas" or
- * "inprocess") if set, else TC_COMPILER_AUTO. Asking for the in-process
- * compiler in a build of taskcache made without it fails at build time
- * with TC_ERR_TOOLCHAIN. The backends have different identities, so their
- * records coexist in one cache and never stand in for each other. */
+/* Chooses the compile backend. Default: $TASKCACHE_COMPILER ("ptxas",
+ * "inprocess" or "auto") if set, else TC_COMPILER_AUTO. Under auto, a ptxas
+ * the user named (tc_options_set_ptxas, $TASKCACHE_PTXAS, or the one in
+ * $CUDA_HOME/bin or $CUDA_PATH/bin) is the compiler that compiles: the
+ * in-process compiler stands in for it only when it is the same release
+ * ("13.0.88" from ptxas --version), and compiles when no ptxas was named;
+ * tc_result_compiler says which ran. Asking for the in-process compiler in
+ * a build of taskcache made without it fails at build time with
+ * TC_ERR_TOOLCHAIN. The backends have different identities, so their
+ * records coexist in one cache and never stand in for each other. This
+ * call replaces a $TASKCACHE_COMPILER that tc_options_check refuses. */
 TC_API tc_status tc_options_set_compiler(tc_options *opts, tc_compiler compiler);
+
+/* Whether the options can build: TC_ERR_INVALID, with the reason in err,
+ * when $TASKCACHE_COMPILER or $TASKCACHE_UNIT_CODE held a value taskcache
+ * does not know (a misspelling, an empty string) when the options were
+ * made, and no tc_options_set_compiler / tc_options_set_unit_code call
+ * replaced it. Every build and lookup with these options fails the same
+ * way: another compiler than the one asked for is never chosen silently.
+ * TC_OK otherwise. */
+TC_API tc_status tc_options_check(const tc_options *opts, tc_error *err);
 
 /* 1 when this build of the library has the in-process compiler. */
 TC_API int tc_have_inprocess_compiler(void);
@@ -514,6 +533,13 @@ TC_API const char *tc_result_diagnostics(const tc_result *r);
 
 /* Non-NULL when the module was compiled whole rather than split: why. */
 TC_API const char *tc_result_whole_reason(const tc_result *r);
+
+/* The compiler whose code the image holds (and whose identity keyed it),
+ * in words: "ptxas PATH (release 13.0.88)" or "nvPTXCompiler 13.0.88
+ * (in-process; the release of PATH)", with why where taskcache chose
+ * between them. "" when the build stopped before choosing one. Owned by
+ * the result. */
+TC_API const char *tc_result_compiler(const tc_result *r);
 
 typedef struct tc_report {
     int module_hit;          /* served from the whole-module record */

@@ -285,6 +285,7 @@ def _L():
             "tc_result_image": (P, [P, ctypes.POINTER(ctypes.c_size_t)]),
             "tc_result_diagnostics": (ctypes.c_char_p, [P]),
             "tc_result_whole_reason": (ctypes.c_char_p, [P]),
+            "tc_result_compiler": (ctypes.c_char_p, [P]),
             "tc_result_report": (None, [P, ctypes.POINTER(_Report)]),
             "tc_result_entry_count": (ctypes.c_size_t, [P]),
             "tc_result_entry": (ctypes.c_int, [P, ctypes.c_size_t, ctypes.POINTER(_Entry)]),
@@ -532,7 +533,7 @@ class Task:
 
 class Result:
     """What a build returns: image (bytes or None), entries, report,
-    diagnostics, whole_reason, tasks (host builds). The C result is freed
+    diagnostics, whole_reason, compiler, tasks (host builds). The C result is freed
     once copied."""
 
     def __init__(self, handle):
@@ -545,6 +546,10 @@ class Result:
                 errors="replace")
             why = lib.tc_result_whole_reason(handle)
             self.whole_reason: Optional[str] = why.decode(errors="replace") if why else None
+            # the compiler whose code the image holds: "ptxas PATH (release R)" or
+            # "nvPTXCompiler R (in-process...)"
+            self.compiler: str = (lib.tc_result_compiler(handle) or b"").decode(
+                errors="replace")
             r = _Report()
             lib.tc_result_report(handle, ctypes.byref(r))
             self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,

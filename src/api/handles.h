@@ -33,6 +33,9 @@ struct tc_options {
     unsigned unit_cost;
     tc_compiler compiler;
     tc_unit_code unit_code;
+    char *bad_compiler_env;  /* $TASKCACHE_COMPILER when it names no compiler, until
+                                tc_options_set_compiler (tc_options_check) */
+    char *bad_unit_code_env; /* the same for $TASKCACHE_UNIT_CODE */
     tc_output output;
     int exact_whole;       /* tc_options_set_exact_whole */
     int inprocess_threads; /* tc_options_set_inprocess_threads */
@@ -76,6 +79,7 @@ struct tc_result {
     char *image;
     size_t image_len;
     char *whole_reason;
+    char *compiler;        /* tc_result_compiler, or NULL */
     tc_report report;
     tc_entry_info *entries;
     size_t nentries;

@@ -10,6 +10,27 @@
 #include "compile/nvptx.h"
 #include "util/pool.h"
 
+/* A placeholder for "out of memory" among env_choice's results. */
+static char env_nomem[1];
+#define ENV_NOMEM env_nomem
+
+/* The index in choices of $var's value; -1 when unset, or when the value
+ * is none of them: then *bad holds a copy of it (ENV_NOMEM when that
+ * cannot be made). */
+static int env_choice(const char *var, const char *const *choices, char **bad)
+{
+    const char *v = getenv(var);
+    if (!v)
+        return -1;
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(v, choices[i]))
+            return i;
+    *bad = strdup(v);
+    if (!*bad)
+        *bad = ENV_NOMEM;
+    return -1;
+}
+
 tc_options *tc_options_new(void)
 {
     tc_options *o = calloc(1, sizeof *o);
@@ -17,16 +38,34 @@ tc_options *tc_options_new(void)
         return NULL;
     o->jobs = tc_pool_cpus(INT_MAX);
     o->module_tier = o->unit_tier = o->split = 1;
-    const char *c = getenv("TASKCACHE_COMPILER");
-    if (c && !strcmp(c, "ptxas"))
-        o->compiler = TC_COMPILER_PTXAS;
-    else if (c && !strcmp(c, "inprocess"))
-        o->compiler = TC_COMPILER_INPROCESS;
-    const char *u = getenv("TASKCACHE_UNIT_CODE");
-    o->unit_code = u && !strcmp(u, "whole-program") ? TC_UNIT_CODE_WHOLE_PROGRAM
-                   : u && !strcmp(u, "relocatable") ? TC_UNIT_CODE_RELOCATABLE
-                                                    : TC_UNIT_CODE_AUTO;
+    /* a value taskcache does not know (a misspelling, an empty one) is
+     * kept, and every build refuses it (tc_options_check): silently
+     * choosing another compiler would be worse */
+    static const char *const compilers[] = {"auto", "ptxas", "inprocess", NULL};
+    static const char *const unit_codes[] = {"relocatable", "whole-program", "auto", NULL};
+    int c = env_choice("TASKCACHE_COMPILER", compilers, &o->bad_compiler_env);
+    int u = env_choice("TASKCACHE_UNIT_CODE", unit_codes, &o->bad_unit_code_env);
+    o->compiler = c < 0 ? TC_COMPILER_AUTO : (tc_compiler)c;
+    o->unit_code = u < 0 ? TC_UNIT_CODE_AUTO : (tc_unit_code)u;
+    if (o->bad_compiler_env == ENV_NOMEM || o->bad_unit_code_env == ENV_NOMEM) {
+        tc_options_free(o);
+        return NULL;
+    }
     return o;
+}
+
+tc_status tc_options_check(const tc_options *o, tc_error *err)
+{
+    tc_clear_error(err);
+    if (o->bad_compiler_env)
+        return tc_set_error(err, TC_ERR_INVALID,
+                            "TASKCACHE_COMPILER is '%s': expected ptxas, inprocess or auto "
+                            "(or leave it unset)", o->bad_compiler_env);
+    if (o->bad_unit_code_env)
+        return tc_set_error(err, TC_ERR_INVALID,
+                            "TASKCACHE_UNIT_CODE is '%s': expected whole-program, relocatable "
+                            "or auto (or leave it unset)", o->bad_unit_code_env);
+    return TC_OK;
 }
 
 void tc_options_free(tc_options *o)
@@ -37,6 +76,10 @@ void tc_options_free(tc_options *o)
         free(o->copts[i]);
     free(o->copts);
     free(o->ptxas);
+    if (o->bad_compiler_env != ENV_NOMEM)
+        free(o->bad_compiler_env);
+    if (o->bad_unit_code_env != ENV_NOMEM)
+        free(o->bad_unit_code_env);
     free(o);
 }
 
@@ -146,6 +189,9 @@ tc_status tc_options_set_compiler(tc_options *o, tc_compiler c)
     if (c != TC_COMPILER_AUTO && c != TC_COMPILER_PTXAS && c != TC_COMPILER_INPROCESS)
         return TC_ERR_INVALID;
     o->compiler = c;
+    if (o->bad_compiler_env != ENV_NOMEM) /* the host's choice replaces the variable's */
+        free(o->bad_compiler_env);
+    o->bad_compiler_env = NULL;
     return TC_OK;
 }
 
@@ -157,6 +203,9 @@ tc_status tc_options_set_unit_code(tc_options *o, tc_unit_code code)
         code != TC_UNIT_CODE_AUTO)
         return TC_ERR_INVALID;
     o->unit_code = code;
+    if (o->bad_unit_code_env != ENV_NOMEM)
+        free(o->bad_unit_code_env);
+    o->bad_unit_code_env = NULL;
     return TC_OK;
 }
 

@@ -30,6 +30,7 @@ void tc_result_free(tc_result *r)
         return;
     tc_result_clear(r);
     tc_sb_free(&r->diag);
+    free(r->compiler);
     for (size_t i = 0; i < r->ntasks; i++) {
         free((char *)r->tasks[i].name);
         free((char *)r->tasks[i].key);
@@ -73,6 +74,8 @@ tc_status tc_result_write_image(const tc_result *r, const char *path, tc_error *
 const char *tc_result_diagnostics(const tc_result *r) { return r->diag.data ? r->diag.data : ""; }
 
 const char *tc_result_whole_reason(const tc_result *r) { return r->whole_reason; }
+
+const char *tc_result_compiler(const tc_result *r) { return r->compiler ? r->compiler : ""; }
 
 void tc_result_report(const tc_result *r, tc_report *out) { *out = r->report; }
 

@@ -28,6 +28,18 @@ int cli_usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
+int cli_check_environment(const char *who)
+{
+    tc_error bad;
+    tc_options *o = tc_options_new();
+    tc_status st = o ? tc_options_check(o, &bad) : TC_OK;
+    tc_options_free(o);
+    if (st == TC_OK)
+        return EXIT_OK;
+    fprintf(stderr, "%s: error: %s\n", who, bad.message);
+    return EXIT_USAGE;
+}
+
 const char *cli_value_of(int argc, char **argv, int *i, const char *name, int attached)
 {
     const char *a = argv[*i];

@@ -32,6 +32,11 @@ void cli_print_ptxas_report(const tc_result *r, unsigned what);
 
 /* Prints "taskcache: <fmt with arg>" and where to find help; EXIT_USAGE. */
 int cli_usage_error(const char *fmt, const char *arg);
+/* Whether the environment's choices of compiler and unit code
+ * (TASKCACHE_COMPILER, TASKCACHE_UNIT_CODE) name ones taskcache knows, as
+ * every build will judge them (tc_options_check): EXIT_OK, or EXIT_USAGE
+ * after printing "<who>: error: why" (who: "taskcache ptxas", say). */
+int cli_check_environment(const char *who);
 /* Accepts "--name VALUE", "--name=VALUE" and, for short forms, "-nVALUE".
  * Returns the value or NULL if argv[*i] is not this option. */
 const char *cli_value_of(int argc, char **argv, int *i, const char *name, int attached);

@@ -81,14 +81,20 @@ static const char usage_build[] =
     "                              prints ptxas's report (registers, memory) of every\n"
     "                              kernel, from the cache too, and is not in the key\n"
     "  --ptxas PATH                the ptxas to use (default: $TASKCACHE_PTXAS,\n"
-    "                              $CUDA_HOME/bin, the toolkit found at build time, $PATH)\n"
+    "                              $CUDA_HOME/bin, $CUDA_PATH/bin, the toolkit found at\n"
+    "                              build time, $PATH). One named here, by those variables\n"
+    "                              or by CUDA_HOME/CUDA_PATH is the compiler that compiles\n"
+    "                              (under auto, the in-process compiler stands in only for\n"
+    "                              its very release); -v says which compiled\n"
     "  --compiler ptxas|inprocess|auto\n"
     "                              ptxas processes, or nvPTXCompiler on threads when this\n"
-    "                              build has it (default: $TASKCACHE_COMPILER, else auto).\n"
-    "                              auto gives nvPTXCompiler threads of its own and, should\n"
-    "                              it crash, builds again with ptxas processes (a note\n"
-    "                              says so); inprocess gives it none, and a crash ends\n"
-    "                              the build\n"
+    "                              build has it (default: $TASKCACHE_COMPILER, else auto;\n"
+    "                              any other value of the variable is a usage error).\n"
+    "                              auto: nvPTXCompiler when no ptxas was named or the one\n"
+    "                              named is its release, else ptxas; it gets threads of\n"
+    "                              its own and, should it crash, the build runs again with\n"
+    "                              ptxas processes (a note says so); inprocess gives it\n"
+    "                              none, and a crash ends the build\n"
     "\n"
     "build options:\n"
     "  -o FILE                     output cubin (required for build; - for stdout)\n"
@@ -262,6 +268,9 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
         return cli_usage_error("%s", "no input file");
     if (need_output && !a->output)
         return cli_usage_error("%s", "no output file: give -o OUT.cubin");
+    tc_error err; /* a variable that names no compiler, when no option replaced it */
+    if (tc_options_check(a->opts, &err) != TC_OK)
+        return cli_usage_error("%s", err.message);
     return EXIT_OK;
 }
 
@@ -277,6 +286,8 @@ static void explain_json(const char *name, const tc_result *r, const tc_report *
         printf("null");
     printf(", \"unit_code\": \"%s\"",
            why ? "none" : rep->whole_program_units ? "whole-program" : "relocatable");
+    printf(", \"compiler\": ");
+    cli_json_string(tc_result_compiler(r));
     printf(", \"module_cached\": %s, \"units\": %u, \"units_cached\": %u, \"entries\": [",
            rep->module_hit ? "true" : "false", rep->units, rep->unit_hits);
     for (size_t i = 0; i < tc_result_entry_count(r); i++) {
@@ -358,29 +369,32 @@ static int write_output(const tc_result *r, const char *path)
     return EXIT_FAIL;
 }
 
-static void print_build_report(const char *name, const tc_report *rep)
+static void print_build_report(const char *name, const tc_result *r)
 {
-    if (rep->module_hit)
+    tc_report rep;
+    tc_result_report(r, &rep);
+    if (rep.module_hit)
         fprintf(stderr, "%s: %s: module record hit: %u kernels, %.3f s\n", cli_prog, name,
-                rep->entries, rep->seconds);
+                rep.entries, rep.seconds);
     else
         fprintf(stderr,
                 "%s: %s: %u kernels in %u units: %u from cache, %u compiled "
-                "(%s, %s); compile %.3f s, link %.3f s%s, total %.3f s\n",
-                cli_prog, name, rep->entries, rep->units, rep->unit_hits, rep->units_compiled,
-                !rep->split                  ? "whole module"
-                : rep->whole_program_units ? "split, whole-program units"
-                                           : "split, relocatable units",
-                rep->in_process ? "in-process" : "ptxas",
-                rep->seconds_compile, rep->seconds_link,
-                !rep->split ? "" : rep->nvjitlink ? " (nvJitLink)" : " (nvlink)", rep->seconds);
+                "(%s); compile %.3f s, link %.3f s%s, total %.3f s\n",
+                cli_prog, name, rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
+                !rep.split                  ? "whole module"
+                : rep.whole_program_units ? "split, whole-program units"
+                                          : "split, relocatable units",
+                rep.seconds_compile, rep.seconds_link,
+                !rep.split ? "" : rep.nvjitlink ? " (nvJitLink)" : " (nvlink)", rep.seconds);
+    /* the compiler whose code the image holds, hit or not: its identity keyed it */
+    fprintf(stderr, "%s: %s: compiler: %s\n", cli_prog, name, tc_result_compiler(r));
 }
 
 static void print_explain_text(const char *name, const tc_result *r, const tc_report *rep,
                                int full_keys)
 {
     const char *why = tc_result_whole_reason(r);
-    printf("input:  %s\nmode:   %s%s\nmodule: %s\n", name,
+    printf("input:  %s\ncompiler: %s\nmode:   %s%s\nmodule: %s\n", name, tc_result_compiler(r),
            why                        ? "whole module: "
            : rep->whole_program_units ? "split, whole-program units"
                                       : "split, relocatable units",
@@ -497,7 +511,7 @@ static int cmd_build(int argc, char **argv, int explain)
         if (rc == EXIT_OK && a.ptxas_verbose)
             cli_print_ptxas_report(r, TC_PTXAS_VERBOSE); /* -Xptxas -v */
         if (rc == EXIT_OK && a.verbose)
-            print_build_report(name, &rep);
+            print_build_report(name, r);
     } else if (a.json) {
         explain_json(name, r, &rep);
     } else {

@@ -55,9 +55,12 @@ const char cli_usage_ptxas[] =
     "\n"
     "NVIDIA's ptxas is $TASKCACHE_PTXAS, else $CUDA_HOME/bin/ptxas, else the\n"
     "toolkit found when taskcache was built, else ptxas on $PATH, skipping\n"
-    "taskcache itself. Its processes compile the units (TASKCACHE_COMPILER=\n"
-    "inprocess asks for the in-process compiler where this build has it; it\n"
-    "is then the compiler's version, not the ptxas's, that builds).\n"
+    "taskcache itself. Its processes compile the units, so a module compiled\n"
+    "whole is its own file. TASKCACHE_COMPILER=auto lets the in-process\n"
+    "compiler stand in for it where it is the very same release (the same\n"
+    "code without a process per unit), =inprocess asks for it whatever the\n"
+    "release; any value but ptxas, inprocess and auto is an error. The\n"
+    "TASKCACHE_LOG line names the compiler that compiled, with its release.\n"
     "\n"
     "environment:\n"
     "  TASKCACHE_DIR        the cache (else $XDG_CACHE_HOME/taskcache, ~/.cache/taskcache)\n"
@@ -245,10 +248,12 @@ static tc_options *build_options(const px_args *a, const char *real)
     int ok = tc_options_set_arch(o, a->arch, NULL) == TC_OK;
     for (size_t i = 0; ok && i < a->ncopts; i++)
         ok = tc_options_add_compiler_option(o, a->copts[i], NULL) == TC_OK;
+    /* The very ptxas this command stands in for (a tool read its
+     * --version), in processes: a module compiled whole is then that
+     * ptxas's own file, to the byte. TASKCACHE_COMPILER=auto lets the
+     * in-process compiler stand in where it is that release (its tool
+     * note differs), =inprocess asks for it whatever the release. */
     tc_options_set_ptxas(o, real);
-    /* ptxas processes of the very ptxas this command stands in for: the
-     * in-process compiler may be another release than the ptxas a tool
-     * chose (and whose --version it read) */
     if (!getenv("TASKCACHE_COMPILER"))
         tc_options_set_compiler(o, TC_COMPILER_PTXAS);
     if (a->compile_only)
@@ -324,11 +329,12 @@ static const char *build(const px_args *a, const char *real)
     tc_report rep;
     tc_result_report(r, &rep);
     if (rep.module_hit)
-        note("%s: %u kernels: module record hit, %.3f s", a->input, rep.entries, rep.seconds);
+        note("%s: %u kernels: module record hit, %.3f s; compiler: %s", a->input, rep.entries,
+             rep.seconds, tc_result_compiler(r));
     else
-        note("%s: %u kernels in %u units: %u from cache, %u compiled (%s); %.3f s", a->input,
-             rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
-             rep.split ? "split" : "whole module", rep.seconds);
+        note("%s: %u kernels in %u units: %u from cache, %u compiled (%s); %.3f s; compiler: %s",
+             a->input, rep.entries, rep.units, rep.unit_hits, rep.units_compiled,
+             rep.split ? "split" : "whole module", rep.seconds, tc_result_compiler(r));
 done:
     tc_result_free(r);
     cli_close_cache(cache);
@@ -347,6 +353,10 @@ int cli_ptxas(int argc, char **argv, int as_ptxas)
         return 255;
     }
     setenv(GUARD, "1", 1);
+    /* a variable that names no compiler is the user's mistake to hear of,
+     * not a reason to compile with another compiler or to hand over */
+    if (cli_check_environment("taskcache ptxas") != EXIT_OK)
+        return EXIT_USAGE;
     px_args a;
     px_parse(argc, argv, read_options_file, NULL, &a);
     if (a.help && !as_ptxas) {

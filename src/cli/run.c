@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/run.h"
+#include "cli/common.h"
 
 const char tc_cli_usage_run[] =
     "usage: taskcache run [--cache-dir DIR] [--remote SPEC] [--log FILE] [-v]\n"
@@ -133,6 +134,9 @@ int tc_cli_run(int argc, char **argv)
         fprintf(stderr, "taskcache run: no command to run (taskcache help run)\n");
         return 2;
     }
+    /* the program's builds would each refuse it, and the driver compile */
+    if (cli_check_environment("taskcache run") != EXIT_OK)
+        return EXIT_USAGE;
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) {
         fprintf(stderr, "taskcache run: cannot find libtaskcache_intercept.so (%s); set "

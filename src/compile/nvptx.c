@@ -32,6 +32,12 @@ const char *tc_nvptx_identity(void)
     return identity;
 }
 
+#ifndef TC_NVPTXCOMPILER_RELEASE
+#define TC_NVPTXCOMPILER_RELEASE ""
+#endif
+
+const char *tc_nvptx_release(void) { return TC_NVPTXCOMPILER_RELEASE; }
+
 static void append_log(nvPTXCompilerHandle h, int errors, tc_sb *log)
 {
     size_t n = 0;
@@ -141,6 +147,8 @@ int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_k
 int tc_nvptx_available(void) { return 0; }
 
 const char *tc_nvptx_identity(void) { return ""; }
+
+const char *tc_nvptx_release(void) { return ""; }
 
 int tc_nvptx_compile(const char *arch, char *const *opts, size_t nopts, tc_out_kind kind,
                      const char *ptx, size_t len, tc_sb *output, tc_sb *log, int *exit_code)

@@ -19,6 +19,12 @@ int tc_nvptx_available(void);
  * library taskcache was built with. "" when unavailable. */
 const char *tc_nvptx_identity(void);
 
+/* The library's release as ptxas --version prints it ("13.0.88", read
+ * from the library when taskcache was built): a ptxas the user names is
+ * replaced by this compiler only when it is the same release. "" when
+ * unavailable or unknown. */
+const char *tc_nvptx_release(void);
+
 /* Compiles PTX text; -v is passed unless the text holds a name the
  * library's verbose output cannot take (see nvptx.c). *exit_code is 0 on
  * success.

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "link/link.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -544,6 +546,29 @@ static int nvlink_beside(const char *ptxas, char *buf, size_t cap)
     return access(buf, X_OK) == 0 ? 0 : -1;
 }
 
+/* <dir>/libnvJitLink.so, else the first <dir>/libnvJitLink.so.N: NVIDIA's
+ * nvidia-nvjitlink wheel ships only libnvJitLink.so.13 (beside the ptxas of
+ * its nvidia-cuda-nvcc wheel, nvidia/cu13/bin). */
+static int nvjitlink_in(const char *dir, tc_store *memo, int keyed, tc_linker *out)
+{
+    char cand[TC_PATH_MAX + 384]; /* dir (below TC_PATH_MAX + 64), '/', a file name */
+    snprintf(cand, sizeof cand, "%s/libnvJitLink.so", dir);
+    if (library_identity(cand, memo, keyed, out) == 0)
+        return 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int rc = -1;
+    while (d && rc != 0 && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "libnvJitLink.so.", 16) || !isdigit((unsigned char)e->d_name[16]))
+            continue;
+        snprintf(cand, sizeof cand, "%s/%s", dir, e->d_name);
+        rc = library_identity(cand, memo, keyed, out);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
 /* <toolkit>/bin/ptxas -> <toolkit>/lib64/libnvJitLink.so (or lib, targets/...) */
 static int nvjitlink_beside(const char *ptxas, tc_store *memo, int keyed, tc_linker *out)
 {
@@ -557,8 +582,8 @@ static int nvjitlink_beside(const char *ptxas, tc_store *memo, int keyed, tc_lin
     }
     const char *subs[] = {"lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-        snprintf(cand, sizeof cand, "%s/%s/libnvJitLink.so", dir, subs[i]);
-        if (library_identity(cand, memo, keyed, out) == 0)
+        snprintf(cand, sizeof cand, "%s/%s", dir, subs[i]);
+        if (nvjitlink_in(cand, memo, keyed, out) == 0)
             return 0;
     }
     return -1;
@@ -593,14 +618,14 @@ int tc_linker_find(const char *ptxas, tc_store *memo, int keyed, int want_librar
     char nvlink[TC_PATH_MAX];
     int found = -1;
     if (getenv("TASKCACHE_NVLINK") && *getenv("TASKCACHE_NVLINK"))
-        found = tc_tool_find(NULL, "TASKCACHE_NVLINK", "nvlink", nvlink, sizeof nvlink);
+        found = tc_tool_find(NULL, "TASKCACHE_NVLINK", "nvlink", nvlink, sizeof nvlink, NULL);
     if (found != 0 && ptxas)
         found = nvlink_beside(ptxas, nvlink, sizeof nvlink);
     if (found != 0 && allow_jl && !want_library /* looked for above */ &&
         find_library(ptxas, memo, keyed, out) == 0)
         return 0;
     if (found != 0)
-        found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink);
+        found = tc_tool_find(NULL, NULL, "nvlink", nvlink, sizeof nvlink, NULL);
     if (found != 0) {
         tc_sb_printf(err, "no linker: neither libnvJitLink nor nvlink was found");
         return -1;

@@ -100,34 +100,82 @@ static tc_status ptxas_identity(tc_session *s)
     return st;
 }
 
-/* The compiler: the in-process one when asked for or available, else
- * ptxas; its identity goes into every key. */
+/* What compiles, in words for -v and logs: "ptxas PATH (release R)" or
+ * "nvPTXCompiler R (in-process...)"; why, when not NULL, follows. */
+static void describe_compiler(tc_session *s, const char *why)
+{
+    char release[32];
+    if (s->in_process) {
+        snprintf(s->compiler_desc, sizeof s->compiler_desc, "nvPTXCompiler %s (in-process%s%s)",
+                 *tc_nvptx_release() ? tc_nvptx_release() : "of unknown release",
+                 why ? "; " : "", why ? why : "");
+        return;
+    }
+    tc_tool_release(s->compiler_version, release, sizeof release);
+    snprintf(s->compiler_desc, sizeof s->compiler_desc, "ptxas %s (%s%s%s%s)", s->ptxas,
+             *release ? "release " : "release unknown", release, why ? "; " : "",
+             why ? why : "");
+}
+
+/* The compiler. One the user names (--ptxas, $TASKCACHE_PTXAS, the ptxas
+ * of $CUDA_HOME or $CUDA_PATH) is the one that compiles: a tool that chose
+ * a release (Triton's bundled ptxas, clang's --ptxas-path, PTX of a newer
+ * NVRTC) gets that release's code, or its error. The in-process compiler
+ * stands in for it only when it is the very same release (the same code,
+ * without a process per unit), and compiles when asked for by name, or
+ * under auto when no ptxas was named. Its identity goes into every key. */
 static tc_status find_compiler(tc_session *s, int *have_ptxas)
 {
     const tc_options *o = s->o;
-    s->in_process = o->compiler == TC_COMPILER_INPROCESS ||
-                    (o->compiler == TC_COMPILER_AUTO && tc_nvptx_available());
-    if (s->in_process && !tc_nvptx_available())
+    tc_error bad;
+    if (tc_options_check(o, &bad) != TC_OK)
+        return tc_session_fail(s, TC_ERR_INVALID, "%s", bad.message);
+    if (o->compiler == TC_COMPILER_INPROCESS && !tc_nvptx_available())
         return tc_session_fail(s, TC_ERR_TOOLCHAIN,
                                "this taskcache was built without the in-process compiler "
                                "(libnvptxcompiler_static); use the ptxas backend");
-    *have_ptxas =
-        tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", s->ptxas, sizeof s->ptxas) == 0;
+    int named = 0;
+    *have_ptxas = tc_tool_find(o->ptxas, "TASKCACHE_PTXAS", "ptxas", s->ptxas,
+                               sizeof s->ptxas, &named) == 0;
     if (!*have_ptxas)
         s->ptxas[0] = '\0';
-    if (!*have_ptxas && !s->in_process)
+    if (named && !*have_ptxas && o->compiler != TC_COMPILER_INPROCESS)
+        return tc_session_fail(s, TC_ERR_TOOLCHAIN, "cannot run the ptxas named: %s",
+                               o->ptxas ? o->ptxas : getenv("TASKCACHE_PTXAS"));
+    if (!*have_ptxas && o->compiler != TC_COMPILER_INPROCESS &&
+        !(o->compiler == TC_COMPILER_AUTO && tc_nvptx_available()))
         return tc_session_fail(s, TC_ERR_TOOLCHAIN,
-                    "cannot find ptxas%s%s: install the CUDA toolkit, or set CUDA_HOME or "
-                    "TASKCACHE_PTXAS", o->ptxas ? " at " : "", o->ptxas ? o->ptxas : "");
+                               "cannot find ptxas: install the CUDA toolkit, or set CUDA_HOME or "
+                               "TASKCACHE_PTXAS");
+    char why[TC_PATH_MAX + 64] = "";
+    s->in_process = o->compiler == TC_COMPILER_INPROCESS ||
+                    (o->compiler == TC_COMPILER_AUTO && tc_nvptx_available() && !named);
+    if (o->compiler == TC_COMPILER_AUTO && tc_nvptx_available() && named) {
+        /* the same release compiles the same code: say which was compared */
+        tc_status st = ptxas_identity(s);
+        if (st != TC_OK)
+            return st;
+        char release[32];
+        tc_tool_release(s->compiler_version, release, sizeof release);
+        s->in_process = *release && !strcmp(release, tc_nvptx_release());
+        if (s->in_process)
+            snprintf(why, sizeof why, "the release of %s", s->ptxas);
+        else
+            snprintf(why, sizeof why, "named by the user; the in-process compiler is %s",
+                     *tc_nvptx_release() ? tc_nvptx_release() : "of unknown release");
+    }
     if (s->in_process) {
         tc_digest d;
         const char *id = tc_nvptx_identity();
         tc_digest_of(id, strlen(id), &d);
         tc_digest_hex(&d, s->compiler_id);
         snprintf(s->compiler_version, sizeof s->compiler_version, "%s", id);
+        describe_compiler(s, *why ? why : NULL);
         return TC_OK;
     }
-    return ptxas_identity(s);
+    tc_status st = *why ? TC_OK : ptxas_identity(s);
+    describe_compiler(s, *why ? why : NULL);
+    return st;
 }
 
 /* The major release of the session's compiler, from its version line
@@ -229,6 +277,7 @@ tc_status tc_session_use_ptxas(tc_session *s)
     s->in_process = 0;
     tc_status st = ptxas_identity(s); /* the keys' compiler (s->kc points at it) */
     choose_options(s);                /* that ptxas may be older than the in-process one */
+    describe_compiler(s, "the in-process compiler crashed on this input");
     return st;
 }
 
@@ -554,6 +603,8 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
         if (tc_stats_add(s->store, &s->delta, &after) == 0)
             keep_within_limit(s, &after);
     }
+    if (s->compiler_desc[0] && !r->compiler)
+        r->compiler = strdup(s->compiler_desc); /* NULL when out of memory: "" then */
     pthread_mutex_destroy(&s->delta_lock);
     pthread_mutex_destroy(&s->progress_lock);
     tc_scratch_remove(s->scratch, s->scratch_lock);

@@ -39,6 +39,7 @@ typedef struct tc_session {
     int in_process;            /* compile with nvPTXCompiler */
     char compiler_id[TC_DIGEST_HEX_LEN + 1];
     char compiler_version[160];
+    char compiler_desc[TC_PATH_MAX + 256]; /* what compiles, in words (tc_result_compiler) */
     tc_linker linker;          /* kind 0 when none was found: linker_error says why */
     char linker_error[512];
     tc_unit_code unit_code;    /* whole-program or relocatable: the options' choice, where

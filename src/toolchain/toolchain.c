@@ -34,10 +34,13 @@ static int try_dir(const char *dir, const char *name, char *out, size_t outlen)
 }
 
 int tc_tool_find(const char *explicit_path, const char *env_var, const char *name,
-                 char *out, size_t outlen)
+                 char *out, size_t outlen, int *named)
 {
+    int dummy;
+    named = named ? named : &dummy;
     const char *e = explicit_path && *explicit_path ? explicit_path
                                                    : (env_var ? getenv(env_var) : NULL);
+    *named = e && *e;
     if (e && *e) {
         if (strchr(e, '/')) {
             snprintf(out, outlen, "%s", e);
@@ -50,8 +53,10 @@ int tc_tool_find(const char *explicit_path, const char *env_var, const char *nam
     for (int i = 0; i < 2; i++) {
         if (homes[i] && *homes[i]) {
             snprintf(bin, sizeof bin, "%s/bin", homes[i]);
-            if (try_dir(bin, name, out, outlen) == 0)
+            if (try_dir(bin, name, out, outlen) == 0) {
+                *named = 1;
                 return 0;
+            }
         }
     }
     if (try_dir(TC_CUDA_BIN_DIR, name, out, outlen) == 0)
@@ -117,11 +122,12 @@ static void stamp(const struct stat *st, char *buf, size_t n)
 
 /* A memo's name in <root>/toolchain: a hash of the tool's path and of
  * how identities are computed (memos of the whole-file SHA-256 that came
- * before digest_file's chunks are not read as today's identities). */
+ * before digest_file's chunks, or of a version text without the release
+ * line, are not read as today's). */
 static void memo_name(const char *path, char name[TC_DIGEST_HEX_LEN + 1])
 {
     char text[TC_PATH_MAX + 32];
-    int n = snprintf(text, sizeof text, "sha256 of 4 MiB chunks\n%s", path);
+    int n = snprintf(text, sizeof text, "sha256 of 4 MiB chunks, release line\n%s", path);
     tc_digest d;
     tc_digest_of(text, n > 0 && (size_t)n < sizeof text ? (size_t)n : sizeof text - 1, &d);
     tc_digest_hex(&d, name);
@@ -281,8 +287,16 @@ static int digest_file(const char *path, char *id, tc_sb *err)
     return h ? 0 : -1;
 }
 
-/* The last non-empty line of `path --version`, for display
- * ("Build cuda_13.0.r13.0/compiler.36424714_0"). */
+void tc_tool_release(const char *version, char *out, size_t n)
+{
+    const char *v = strstr(version, ", V");
+    size_t len = v ? strspn(v + 3, "0123456789.") : 0;
+    snprintf(out, n, "%.*s", (int)len, len ? v + 3 : "");
+}
+
+/* `path --version` in one line: the release line where there is one, then
+ * the last non-empty line ("Cuda compilation tools, release 13.0,
+ * V13.0.88; Build cuda_13.0.r13.0/compiler.36424714_0"). */
 static int probe_version(const char *path, char *version, size_t vlen, tc_sb *err)
 {
     char *argv[] = {(char *)path, (char *)"--version", NULL};
@@ -297,10 +311,18 @@ static int probe_version(const char *path, char *version, size_t vlen, tc_sb *er
     char *end = out.data + out.len;
     while (end > out.data && (end[-1] == '\n' || end[-1] == '\r'))
         end--;
+    *end = '\0';
     char *start = end;
     while (start > out.data && start[-1] != '\n')
         start--;
-    snprintf(version, vlen, "%.*s", (int)(end - start), start);
+    char *release = strstr(out.data, "release ");
+    size_t rlen = release ? strcspn(release, "\r\n") : 0;
+    while (release > out.data && release[-1] != '\n')
+        release--, rlen++;
+    if (release && release != start)
+        snprintf(version, vlen, "%.*s; %s", (int)rlen, release, start);
+    else
+        snprintf(version, vlen, "%s", start);
     tc_sb_free(&out);
     return 0;
 }
