@@ -286,6 +286,7 @@ def _L():
             "tc_result_diagnostics": (ctypes.c_char_p, [P]),
             "tc_result_whole_reason": (ctypes.c_char_p, [P]),
             "tc_result_compiler": (ctypes.c_char_p, [P]),
+            "tc_cache_set_remote": (ctypes.c_int, [P, ctypes.c_char_p, E]),
             "tc_result_report": (None, [P, ctypes.POINTER(_Report)]),
             "tc_result_entry_count": (ctypes.c_size_t, [P]),
             "tc_result_entry": (ctypes.c_int, [P, ctypes.c_size_t, ctypes.POINTER(_Entry)]),
@@ -1000,6 +1001,17 @@ class Cache:
                     self._h = None
             if last:
                 _L().tc_cache_close(h)
+
+    def set_remote(self, spec: Optional[str]):
+        """Puts a remote cache behind this one (a spec as `taskcache help
+        remote` describes, e.g. "redis://cache:6379" or
+        "https://cache/tc|read-only"; None or "none" for none). Raises
+        TaskcacheError for a spec it cannot use."""
+        lib = _L()
+        err = _Error()
+        with self._use() as h:
+            _check(lib.tc_cache_set_remote(h, _c(spec, "remote") if spec else None,
+                                           ctypes.byref(err)), err)
 
     @property
     def directory(self) -> str:

@@ -54,14 +54,16 @@ int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
     return 0;
 }
 
-/* A key over the common fields, the host's version and some bytes. */
-static int host_key(const tc_keyctx *k, const char *what, const char *version, const void *key,
-                    size_t len, tc_digest *out)
+/* A key over the common fields, the tasks' mode, the host's version and
+ * some bytes. */
+static int host_key(const tc_keyctx *k, const char *what, const char *mode, const char *version,
+                    const void *key, size_t len, tc_digest *out)
 {
     tc_hash *h = tc_hash_new();
     if (!h)
         return -1;
     common(h, what, k);
+    tc_hash_field_str(h, "mode", mode);
     tc_hash_field_str(h, "host", version);
     tc_hash_field(h, "key", key, len);
     tc_hash_final(h, out);
@@ -69,16 +71,16 @@ static int host_key(const tc_keyctx *k, const char *what, const char *version, c
     return 0;
 }
 
-int tc_key_task(const tc_keyctx *k, const char *version, const void *key, size_t len,
-                tc_digest *out)
+int tc_key_task(const tc_keyctx *k, const char *mode, const char *version, const void *key,
+                size_t len, tc_digest *out)
 {
-    return host_key(k, "task", version, key, len, out);
+    return host_key(k, "task", mode, version, key, len, out);
 }
 
-int tc_key_group(const tc_keyctx *k, const char *version, const void *key, size_t len,
-                 tc_digest *out)
+int tc_key_group(const tc_keyctx *k, const char *mode, const char *version, const void *key,
+                 size_t len, tc_digest *out)
 {
-    return host_key(k, "group", version, key, len, out);
+    return host_key(k, "group", mode, version, key, len, out);
 }
 
 int tc_key_task_module(const tc_keyctx *k, const char *linker_id, const char *version,

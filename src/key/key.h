@@ -42,17 +42,19 @@ int tc_key_unit(const tc_keyctx *k, const char *mode, const char *text, size_t l
 int tc_key_module(const tc_keyctx *k, const char *linker_id, const char *plan,
                    const void *input, size_t len, tc_digest *out);
 
-/* Key of a host task: the host's version string and the bytes it says
- * determine the task's PTX. */
-int tc_key_task(const tc_keyctx *k, const char *version, const void *key, size_t len,
-                tc_digest *out);
+/* Key of a host task: how tasks are compiled (the mode, as for units),
+ * the host's version string and the bytes it says determine the task's
+ * PTX. */
+int tc_key_task(const tc_keyctx *k, const char *mode, const char *version, const void *key,
+                size_t len, tc_digest *out);
 
 /* Key of the module linked from tasks, in order. */
 int tc_key_task_module(const tc_keyctx *k, const char *linker_id, const char *version,
                        const tc_digest *tasks, size_t n, tc_digest *out);
 
-/* Key of a group manifest. */
-int tc_key_group(const tc_keyctx *k, const char *version, const void *key, size_t len,
+/* Key of a group manifest: its tasks' mode, the host's version and key. */
+int tc_key_group(const tc_keyctx *k, const char *mode, const char *version, const void *key,
+                 size_t len,
                  tc_digest *out);
 
 #endif

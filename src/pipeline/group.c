@@ -32,7 +32,8 @@ static tc_status lookup(tc_taskset *t, tc_session *s, const char *version, const
     if (st != TC_OK)
         return st;
     tc_digest g;
-    if (tc_key_group(&s->kc, version, key, len, &g) != 0)
+    char mode[160];
+    if (tc_key_group(&s->kc, tc_taskset_mode(s, mode, sizeof mode), version, key, len, &g) != 0)
         return TC_ERR_NOMEM;
     if (!s->store || !s->o->unit_tier)
         return TC_ERR_NOT_FOUND;

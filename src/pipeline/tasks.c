@@ -301,6 +301,63 @@ static int cancelled(void *ctx)
     return __atomic_load_n(&t->cancelled, __ATOMIC_RELAXED) || tc_options_cancelled(t->s->o);
 }
 
+/* What ptxas -ewp code cannot carry into a link with other objects:
+ * .const data (read at fixed bank-3 offsets, with no relocation: another
+ * object's tables move it; src/ptx/slice.c, whole-program units), texture
+ * and surface references, calls through a register (their targets'
+ * calling sequence: ../shared/repro/ewp_fnptr.cu), declarations of
+ * symbols another object defines, and functions or variables it shares
+ * with the others (a whole program keeps them to itself, so a symbol two
+ * tasks define would no longer fail the link). Kernels alone may be
+ * visible. A needle in a comment only costs registers. */
+static const char *const not_whole_program[] = {
+    ".const", ".tex", ".surf", ".sampler", ".callprototype", ".calltargets", ".extern",
+    ".weak", ".common",
+};
+
+/* Whether a .visible in the text makes anything but a kernel visible. */
+static int shares_more_than_kernels(const char *ptx, size_t len)
+{
+    const char *p = ptx, *end = ptx + len;
+    while ((p = memmem(p, (size_t)(end - p), ".visible", 8)) != NULL) {
+        p += 8;
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            p++;
+        if ((size_t)(end - p) < 6 || memcmp(p, ".entry", 6) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* How a task's text is compiled: as a whole program (ptxas -ewp) where
+ * whole-program units link (libnvJitLink), so that its kernels get the
+ * code a whole-module build gives them (Warp's per-kernel PTX compiled
+ * relocatable took 2 to 6 registers more than in Warp's own module, or 3
+ * fewer), unless it holds one of the above: then relocatable (-c). The
+ * choice follows from the text, so the key (which names only that
+ * whole programs are allowed: tc_taskset_mode) still names one image. */
+static tc_out_kind task_kind(const tc_session *s, const char *ptx, size_t len)
+{
+    if (s->unit_code != TC_UNIT_CODE_WHOLE_PROGRAM)
+        return TC_OUT_OBJECT;
+    for (size_t i = 0; i < sizeof not_whole_program / sizeof not_whole_program[0]; i++)
+        if (memmem(ptx, len, not_whole_program[i], strlen(not_whole_program[i])))
+            return TC_OUT_OBJECT;
+    return shares_more_than_kernels(ptx, len) ? TC_OUT_OBJECT : TC_OUT_EWP;
+}
+
+const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n)
+{
+    char mode[96];
+    int whole = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
+    snprintf(buf, n, "%s", whole ? "whole programs where safe: " : "relocatable: ");
+    size_t used = strlen(buf);
+    snprintf(buf + used, n - used, "%s",
+             tc_session_unit_mode(s, whole ? TC_OUT_EWP : TC_OUT_OBJECT, "", 0, mode,
+                                  sizeof mode));
+    return buf;
+}
+
 static void generate_and_compile_task(tc_taskset *t, size_t i)
 {
     tc_session *s = t->s;
@@ -326,8 +383,8 @@ static void generate_and_compile_task(tc_taskset *t, size_t i)
     snprintf(name, sizeof name, "task%zu.ptx", i);
     char *path = s->in_process ? NULL : tc_path_join(s->scratch, name);
     if ((!s->in_process && (!path || tc_write_file(path, x->gen.ptx.data, x->gen.ptx.len) != 0)) ||
-        tc_session_compile(s, TC_OUT_OBJECT, x->gen.ptx.data, x->gen.ptx.len, path, &u->object,
-                           &u->log, &u->exit_code) != 0) {
+        tc_session_compile(s, task_kind(s, x->gen.ptx.data, x->gen.ptx.len), x->gen.ptx.data,
+                           x->gen.ptx.len, path, &u->object, &u->log, &u->exit_code) != 0) {
         tc_sb_printf(&u->log, "%s: error: cannot run the compiler: %s\n", x->name,
                      strerror(errno ? errno : EIO));
         x->failed = 1;
@@ -464,7 +521,8 @@ static int task_key(tc_session *s, const char *version, const tc_task *task, tc_
     memcpy(buf + hl, name, nl);
     if (task->key_size)
         memcpy(buf + hl + nl, task->key, task->key_size);
-    int rc = tc_key_task(&s->kc, version, buf, len, out);
+    char mode[160];
+    int rc = tc_key_task(&s->kc, tc_taskset_mode(s, mode, sizeof mode), version, buf, len, out);
     free(buf);
     return rc;
 }
@@ -558,7 +616,9 @@ static tc_status store_results(tc_taskset *t, int module_hit)
     /* a manifest names task records: it lives and dies with their tier */
     if (host->group_key && s->o->unit_tier) {
         tc_digest g;
-        if (tc_key_group(&s->kc, host->version, host->group_key, host->group_key_size, &g) != 0)
+        char mode[160];
+        if (tc_key_group(&s->kc, tc_taskset_mode(s, mode, sizeof mode), host->version,
+                         host->group_key, host->group_key_size, &g) != 0)
             return TC_ERR_NOMEM;
         char **names = malloc(t->n * sizeof *names);
         if (names) {

@@ -44,6 +44,12 @@ typedef struct tc_taskset {
 } tc_taskset;
 
 /* 0, or -1 out of memory (tc_taskset_free frees what there is). */
+/* How the session compiles tasks, as their keys and group keys name it:
+ * whole programs where safe (see task_kind in tasks.c) when whole-program
+ * units link, else relocatable objects, with the options that come with
+ * each. buf holds it. */
+const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n);
+
 int tc_taskset_init(tc_taskset *t, tc_session *s, size_t n);
 void tc_taskset_free(tc_taskset *t);
 /* The key of the module linked from these tasks, in order, once their

@@ -300,3 +300,33 @@ def test_loading_without_a_gpu_is_a_clear_error(cache):
             assert k.max_threads_per_block > 0
     except tc.TaskcacheError as e:
         assert e.status == "TC_ERR_DRIVER" and e.message
+
+
+def test_tasks_compile_as_whole_programs_where_that_links_safely(cache, tmp_path):
+    """A task that holds only kernels and internal data is compiled as a
+    whole program (ptxas --extensible-whole-program: the code a
+    whole-module build gives its kernels); one with .const data, a visible
+    helper or a declaration of another task's symbol stays relocatable
+    (--compile-only), as its code must be for the link."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from cuda_tools import find_tool
+    ptxas = find_tool("ptxas")
+    if not ptxas:
+        pytest.skip("no ptxas")
+    log = tmp_path / "calls"
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> "{log}"\nexec "{ptxas}" "$@"\n')
+    wrapper.chmod(0o755)
+    const = task_ptx("C", 3).replace(".visible .entry C", ".const .u32 k = 5;\n.visible .entry C") \
+        .replace("mov.u32 %r1, 3;", "ld.const.u32 %r1, [k];")
+    texts = {"A": task_ptx("A", 1), "B": task_ptx("B", 2), "C": const}
+    r = cache.build_tasks([tc.Task(n, n.encode()) for n in texts], lambda i, t: texts[t.name],
+                          tc.Options(arch="sm_90", compiler="ptxas", ptxas=str(wrapper)),
+                          version="modes")
+    assert {e.name for e in r.entries} == {"A", "B", "C"}
+    calls = [l for l in log.read_text().splitlines() if "--version" not in l]
+    if not r.report.nvjitlink:
+        assert all("--compile-only" in l for l in calls)
+        return
+    assert sorted("--extensible-whole-program" in l for l in calls) == [False, True, True]
+    assert sum("--compile-only" in l for l in calls) == 1
