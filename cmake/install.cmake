@@ -27,6 +27,9 @@ if(SKBUILD)
   install(FILES $<TARGET_FILE:taskcache> DESTINATION taskcache RENAME libtaskcache.so)
   install(TARGETS taskcache_cli RUNTIME DESTINATION taskcache/bin)
   install(TARGETS taskcache_intercept taskcache_jit LIBRARY DESTINATION taskcache/lib)
+  # TASKCACHE_WARP=1 switches NVIDIA Warp over to taskcache.warp when it is
+  # imported (python/taskcache/_warp_hook.py): a line Python reads at start
+  install(FILES python/taskcache-warp.pth DESTINATION .)
   # Their licences travel with them (OpenSSL: Apache 2.0, zstd: BSD): the
   # copyright files of the Debian packages that provided the archives, into
   # the wheel's .dist-info/licenses/

@@ -28,7 +28,10 @@ const char tc_cli_usage_run[] =
     "\n"
     "It helps JITs that hand PTX to the driver (Quadrants/Taichi, CuPy's\n"
     "RawModule and RawKernel, numba-cuda); not those that compile to cubin\n"
-    "themselves (Triton, XLA with its own ptxas, PyTorch Inductor).\n"
+    "themselves (Triton, XLA with its own ptxas, PyTorch Inductor). NVIDIA Warp\n"
+    "compiles to cubin too: run sets TASKCACHE_WARP=1, with which Warp builds its\n"
+    "modules per kernel through taskcache.warp where the taskcache Python package\n"
+    "is installed (docs/warp.md).\n"
     "\n"
     "  --cache-dir DIR   the cache (else $TASKCACHE_DIR, ~/.cache/taskcache)\n"
     "  --remote SPEC     remote storage behind it (TASKCACHE_REMOTE; taskcache help remote)\n"
@@ -134,6 +137,9 @@ int tc_cli_run(int argc, char **argv)
         fprintf(stderr, "taskcache run: no command to run (taskcache help run)\n");
         return 2;
     }
+    /* NVIDIA Warp, where the taskcache Python package is installed, builds
+     * its modules through taskcache.warp (python/taskcache/_warp_hook.py) */
+    setenv("TASKCACHE_WARP", "1", 0);
     /* the program's builds would each refuse it, and the driver compile */
     if (cli_check_environment("taskcache run") != EXIT_OK)
         return EXIT_USAGE;

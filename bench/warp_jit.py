@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Stock NVIDIA Warp against taskcache.warp on real Warp programs, side by
+side, every run a fresh process (needs a GPU, warp-lang and, for
+taskcache, a ptxas and libnvJitLink as new as Warp's NVRTC: see
+docs/warp.md).
+
+For each program it times, from process start to exit with a few frames of
+work, in this order:
+  stock cold     empty Warp kernel cache
+  stock warm     the same cache again (no codegen, no compile): the baseline
+  tc cold        empty Warp cache, empty taskcache cache
+  tc warm        the same Warp cache again (Warp's own cache hit)
+  tc shared      empty Warp cache, taskcache's records present (what a second
+                 machine sees through a remote, or a CI runner with a shared cache)
+  stock edit     one kernel of the program edited, warm caches
+  tc edit        the same edit through taskcache
+and reports compile time = time - stock warm, ratios against stock, the
+output digest of every run (its arrays after the frames, in Warp's
+deterministic mode: stock cold against stock warm shows whether the program
+is deterministic; taskcache's runs must then give the same digest), and
+registers and local memory of every kernel of both builds.
+
+  python3 bench/warp_jit.py [--programs a,b] [--frames N] [--budget S] [--json FILE]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# name: (kind, what, extra arguments). warp: a bundled example (warp.examples.*);
+# newton: a Newton example (newton.examples.*) and the package file whose
+# first kernel the edit changes; gen: this project's generated module.
+PROGRAMS = {
+    "gen-120": ("gen", 120, []),
+    "wave": ("warp", "warp.examples.core.example_wave", []),
+    "fluid": ("warp", "warp.examples.core.example_fluid", []),
+    "sph": ("warp", "warp.examples.core.example_sph", []),
+    "fem-navier-stokes": ("warp", "warp.examples.fem.example_navier_stokes", ["--resolution", "10"]),
+    "fem-mixed-elasticity": ("warp", "warp.examples.fem.example_mixed_elasticity", []),
+    "optim-fluid-checkpoint": ("warp", "warp.examples.optim.example_fluid_checkpoint", []),
+    "newton-cloth-hanging": ("newton", "newton.examples.cloth.example_cloth_hanging",
+                             "newton/_src/solvers/vbd/particle_vbd_kernels.py"),
+    "newton-pendulum": ("newton", "newton.examples.basic.example_basic_pendulum",
+                        "newton/_src/solvers/xpbd/kernels.py"),
+}
+
+SCENARIOS = ["stock cold", "stock warm", "tc cold", "tc warm", "tc shared", "stock edit",
+             "tc edit"]
+
+
+# ---- the child: one run of one program ---------------------------------------------------
+
+def state_digest(obj):
+    """SHA-256 over every Warp array reachable from obj within two levels of
+    attributes (the example's state), in name order."""
+    import warp as wp
+    h = hashlib.sha256()
+    seen = set()
+
+    def walk(o, path, depth):
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        if isinstance(o, wp.array):
+            if o.ptr is not None and o.size:
+                h.update(path.encode())
+                h.update(o.numpy().tobytes())
+            return
+        if depth == 0 or not hasattr(o, "__dict__") or isinstance(o, type):
+            return
+        for k in sorted(vars(o)):
+            walk(getattr(o, k), f"{path}.{k}", depth - 1)
+    walk(obj, "example", 3)
+    return h.hexdigest()
+
+
+def generated_source(n):
+    """A module of n kernels sharing helper functions, in the style of a
+    physics step: each kernel its own constants and a few helpers."""
+    lines = ["import warp as wp", ""]
+    for i in range(8):
+        lines += ["@wp.func", f"def helper{i}(x: float, v: wp.vec3):",
+                  f"    return x * {1.0 + i * 0.25} + wp.dot(v, wp.vec3({i}.0, 1.0, 0.5))", ""]
+    for i in range(n):
+        a, b = i % 8, (i * 3 + 1) % 8
+        lines += ["@wp.kernel",
+                  f"def k{i:03d}(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), "
+                  "out: wp.array(dtype=float)):",
+                  "    t = wp.tid()",
+                  f"    s = helper{a}(x[t], v[t]) * {0.5 + i * 0.01}",
+                  f"    for j in range({2 + i % 5}):",
+                  f"        s = s + helper{b}(s * 0.001, v[t]) * wp.sin(float(j) + {i}.0)",
+                  f"    out[t] = s + wp.length(v[t]) * {i % 7}.0",
+                  ""]
+    return "\n".join(lines)
+
+
+class Generated:
+    def __init__(self, module, n):
+        import numpy as np
+        import warp as wp
+        size = 1024
+        self.x = wp.array(np.linspace(0, 1, size, dtype=np.float32))
+        self.v = wp.array(np.ones((size, 3), dtype=np.float32), dtype=wp.vec3)
+        self.out = [wp.zeros(size, dtype=float) for _ in range(n)]
+        for i in range(n):
+            wp.launch(getattr(module, f"k{i:03d}"), dim=size, inputs=[self.x, self.v, self.out[i]])
+        wp.synchronize()
+
+
+def child(spec):
+    t0 = float(spec["t0"])
+    import warp as wp
+    wp.config.quiet = True
+    wp.config.deterministic = wp.config.DeterministicMode.RUN_TO_RUN
+    if spec["taskcache"]:
+        sys.path.insert(0, str(ROOT / "python"))
+        import taskcache.warp
+        taskcache.warp.enable(verbose=bool(os.environ.get("WARP_JIT_VERBOSE")))
+    import runpy
+    frames = str(spec["frames"])
+    if spec["kind"] == "gen":
+        sys.path.insert(0, spec["dir"])
+        import importlib
+        example = Generated(importlib.import_module("generated_module"), spec["n"])
+    elif spec["kind"] == "warp":
+        sys.argv = [spec["path"], "--stage-path", "None", "--headless", "--num-frames", frames,
+                    *spec["args"]]
+        example = runpy.run_path(spec["path"], run_name="__main__").get("example")
+    else:  # newton: its examples hand their Example to newton.examples.run
+        sys.path.insert(0, spec["sys_path"])
+        import newton.examples
+        examples, run = [], newton.examples.run
+
+        def keep(example, args):
+            examples.append(example)
+            return run(example, args)
+        newton.examples.run = keep
+        sys.argv = [spec["path"], "--viewer", "null", "--num-frames", frames, "--quiet",
+                    *spec["args"]]
+        runpy.run_path(spec["path"], run_name="__main__")
+        example = examples[0] if examples else None
+    wp.synchronize()
+    digest = state_digest(example) if example is not None else ""
+    print("WARP_JIT " + json.dumps({"wall": time.time() - t0, "digest": digest}), flush=True)
+
+
+# ---- the parent ------------------------------------------------------------------------
+
+def edit_first_kernel(path):
+    """Changes the source of the first @wp.kernel of the file in place, on
+    one line (other kernels keep their line numbers): a statement that
+    assigns an unused local, which changes the kernel's hash."""
+    lines = path.read_text().split("\n")
+    i = next(k for k, l in enumerate(lines) if l.strip().startswith("@wp.kernel"))
+    while not re.search(r"\)\s*(->\s*None\s*)?:\s*(#.*)?$", lines[i]):
+        i += 1
+    i += 1
+    while not lines[i].strip() or lines[i].strip().startswith(("#", '"""', "'''")):
+        i += 1
+    indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
+    lines[i] = f"{indent}_taskcache_edit = int(1); {lines[i].lstrip()}"
+    path.write_text("\n".join(lines))
+
+
+def prepare(name, work):
+    """The program's files: (spec for child(), path of the file an edit changes)."""
+    kind, what, extra = PROGRAMS[name]
+    d = work / name
+    d.mkdir(parents=True, exist_ok=True)
+    if kind == "gen":
+        src = d / "generated_module.py"
+        src.write_text(generated_source(what))
+        return {"kind": kind, "n": what, "dir": str(d)}, src
+    import importlib.util
+    spec = importlib.util.find_spec(what)
+    if spec is None:
+        raise RuntimeError(f"{what} is not installed")
+    if kind == "warp":
+        copy = d / pathlib.Path(spec.origin).name
+        shutil.copy(spec.origin, copy)
+        return {"kind": kind, "path": str(copy), "args": extra}, copy
+    # newton: a private copy of the package, so that the edit changes one of
+    # its own kernel files as a developer's does
+    pkg = pathlib.Path(importlib.util.find_spec("newton").origin).parent
+    if not (d / "newton").exists():
+        shutil.copytree(pkg, d / "newton", ignore=shutil.ignore_patterns("__pycache__"))
+    rel = pathlib.Path(spec.origin).relative_to(pkg.parent)
+    return {"kind": kind, "path": str(d / rel), "args": [], "sys_path": str(d)}, d / extra
+
+
+def run_child(spec, env, timeout):
+    t0 = time.time()
+    p = subprocess.run([sys.executable, __file__, "--child", json.dumps(dict(spec, t0=t0))],
+                       env=env, capture_output=True, text=True, timeout=timeout)
+    wall = time.time() - t0
+    line = next((l for l in p.stdout.splitlines() if l.startswith("WARP_JIT ")), None)
+    if p.returncode != 0 or line is None:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+        return {"wall": wall, "error": " | ".join(tail) or f"exit {p.returncode}"}
+    out = json.loads(line[len("WARP_JIT "):])
+    out["wall"] = wall
+    out["log"] = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
+    return out
+
+
+def resources_of(cache_dir):
+    """{kernel: (registers, local bytes)} over every cubin Warp left in a cache."""
+    sys.path.insert(0, str(ROOT / "tests" / "realworld"))
+    import rwlib
+    out = {}
+    for cubin in pathlib.Path(cache_dir).rglob("*.cubin"):
+        for k, r in rwlib.resources(str(cubin)).items():
+            out[k] = (r["regs"], rwlib.local_bytes(r))
+    return out
+
+
+def measure(name, work, frames, timeout):
+    spec, edit_path = prepare(name, work)
+    spec["frames"] = frames
+    d = work / name
+    caches = {k: d / k for k in ("stock", "tc-warp", "tc", "tc-shared-warp")}
+    for c in caches.values():
+        shutil.rmtree(c, ignore_errors=True)
+    base = dict(os.environ)
+
+    def env(warp_cache, tc_cache=None):
+        e = dict(base, WARP_CACHE_PATH=str(warp_cache))
+        if tc_cache:
+            e["TASKCACHE_DIR"] = str(tc_cache)
+        return e
+
+    runs = {}
+    stock = dict(spec, taskcache=False)
+    tc = dict(spec, taskcache=True)
+    runs["stock cold"] = run_child(stock, env(caches["stock"]), timeout)
+    runs["stock warm"] = run_child(stock, env(caches["stock"]), timeout)
+    runs["tc cold"] = run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
+    runs["tc warm"] = run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
+    runs["tc shared"] = run_child(tc, env(caches["tc-shared-warp"], caches["tc"]), timeout)
+    regs = {"stock": resources_of(caches["stock"]), "tc": resources_of(caches["tc-warp"])}
+    edit_first_kernel(edit_path)
+    runs["stock edit"] = run_child(stock, env(caches["stock"]), timeout)
+    runs["tc edit"] = run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
+    return runs, regs
+
+
+def summarize(name, runs, regs):
+    warm = runs["stock warm"]["wall"]
+    row = {"program": name, "warm_s": warm}
+    for s in SCENARIOS:
+        r = runs[s]
+        row[s] = None if "error" in r else max(0.0, r["wall"] - warm)
+    ok = [s for s in SCENARIOS if "error" not in runs[s]]
+    digests = {s: runs[s].get("digest") for s in ok}
+    row["deterministic"] = (None if not digests.get("stock cold")
+                            else digests.get("stock cold") == digests.get("stock warm"))
+    row["same_output"] = all(digests.get(s) == digests.get("stock cold")
+                             for s in ("tc cold", "tc warm", "tc shared") if s in digests)
+    common = sorted(set(regs["stock"]) & set(regs["tc"]))
+    row["kernels"] = len(regs["stock"])
+    row["kernels_in_both"] = len(common)
+    row["more_regs"] = sum(regs["tc"][k][0] > regs["stock"][k][0] for k in common)
+    row["fewer_regs"] = sum(regs["tc"][k][0] < regs["stock"][k][0] for k in common)
+    row["more_local"] = sum(regs["tc"][k][1] > regs["stock"][k][1] for k in common)
+    row["errors"] = {s: runs[s]["error"] for s in SCENARIOS if "error" in runs[s]}
+    row["log"] = {s: runs[s].get("log", [])[-3:] for s in ("tc cold", "tc edit")}
+    return row
+
+
+def fmt(v):
+    return "   -  " if v is None else f"{v:6.2f}"
+
+
+def print_row(row):
+    def ratio(a, b):
+        return f"{row[a] / row[b]:5.1f}x" if row[a] and row[b] else "   - "
+    print(f"{row['program']:24} {row['warm_s']:6.2f} | {fmt(row['stock cold'])} {fmt(row['tc cold'])}"
+          f" {ratio('stock cold', 'tc cold')} | {fmt(row['tc warm'])} {fmt(row['tc shared'])}"
+          f" {ratio('stock cold', 'tc shared')} | {fmt(row['stock edit'])} {fmt(row['tc edit'])}"
+          f" {ratio('stock edit', 'tc edit')} | {row['kernels']:4} {row['more_regs']:3}/"
+          f"{row['fewer_regs']:<3} {row['more_local']:3} | "
+          f"{ {True: 'yes', False: 'no ', None: 'n/a'}[row['deterministic']]} "
+          f"{'same' if row['same_output'] else 'DIFF'}",
+          flush=True)
+    for s, e in row["errors"].items():
+        print(f"    {s}: error: {e[:300]}", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child")
+    ap.add_argument("--programs", default=",".join(PROGRAMS))
+    ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--budget", type=float, default=540, help="seconds; no program starts later")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one run may take")
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    if a.child:
+        return child(json.loads(a.child))
+    work = pathlib.Path(a.work or tempfile.mkdtemp(prefix="warp-jit-"))
+    start = time.time()
+    print("compile seconds above stock warm (process start to exit, fresh processes); "
+          "regs: kernels with more/fewer registers than stock; local: more local memory")
+    print(f"{'program':24} {'warm':>6} | {'stock':>6} {'tc':>6} {'cold':>6} | {'tcwarm':>6} "
+          f"{'shared':>6} {'vs':>6} | {'stock':>6} {'tc':>6} {'edit':>6} | kern regs local | "
+          f"det out")
+    rows = []
+    for name in a.programs.split(","):
+        if time.time() - start > a.budget:
+            print(f"{name}: not run (budget spent)")
+            continue
+        try:
+            runs, regs = measure(name, work, a.frames, a.timeout)
+        except Exception as e:
+            print(f"{name}: not run: {type(e).__name__}: {e}", flush=True)
+            continue
+        row = summarize(name, runs, regs)
+        rows.append(row)
+        print_row(row)
+        if a.json:
+            pathlib.Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

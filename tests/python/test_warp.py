@@ -1,0 +1,253 @@
+"""taskcache.warp against real NVIDIA Warp, without a GPU: Warp's
+ahead-of-time compile (wp.compile_aot_module) runs its code generator and
+NVRTC on any machine, and goes through the integration like Module.load.
+
+Each build runs in a fresh process. The Warp under test is $TASKCACHE_WARP_SITE
+(a directory holding the pinned warp-lang, installed there by scripts/test.sh:
+1.19.0, then 1.18.0), with NVIDIA's ptxas and libnvJitLink of Warp's NVRTC
+release (nvidia-cuda-nvcc, nvidia-nvjitlink 13.4) in $TASKCACHE_WARP_TOOLS.
+Without them the tests skip, saying so."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SITE = os.environ.get("TASKCACHE_WARP_SITE")
+TOOLS = os.environ.get("TASKCACHE_WARP_TOOLS")
+pytestmark = pytest.mark.skipif(
+    not SITE or not (pathlib.Path(SITE) / "warp").is_dir(),
+    reason="warp-lang is not installed for these tests (scripts/test.sh sets "
+           "TASKCACHE_WARP_SITE)")
+
+sys.path.insert(0, str(ROOT / "tests" / "realworld"))
+
+N = 14  # more kernels than fit one link without dropping unused .const tables
+
+
+def module_source(edit=None, helper_factor="2.0", n=N):
+    """A Warp module of n kernels; kernels 0, 5, 10 call scale(), the rest
+    call offset(). edit: a kernel index whose constant changes."""
+    out = ["import warp as wp", "",
+           "@wp.func", "def scale(x: float):", f"    return x * {helper_factor}", "",
+           "@wp.func", "def offset(v: wp.vec3):", "    return wp.length(v) + 1.0", ""]
+    for i in range(n):
+        c = 3.5 if i == edit else 1.5
+        body = (f"    out[t] = scale(x[t]) + {c} * float({i})" if i % 5 == 0 else
+                f"    out[t] = offset(v[t]) * x[t] + {c} * float({i})")
+        out += ["@wp.kernel",
+                f"def k{i:02d}(x: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), "
+                "out: wp.array(dtype=float)):",
+                "    t = wp.tid()", body, ""]
+    return "\n".join(out)
+
+
+CALLERS_OF_SCALE = len(range(0, N, 5))
+
+DRIVER = textwrap.dedent("""
+    import json, os, sys
+    import warp as wp
+    wp.config.quiet = True
+    wp.config.kernel_cache_dir = os.environ["WARP_KC"]
+    spec = json.loads(sys.argv[1])
+    for k, v in spec.get("config", {}).items():
+        setattr(wp.config, k, v)
+    wp.init()
+    if spec.get("taskcache"):
+        import taskcache.warp
+        if spec.get("fake_version"):
+            wp.config.version = spec["fake_version"]
+        print("ENABLED", taskcache.warp.enable(verbose=True), flush=True)
+    sys.path.insert(0, spec["dir"])
+    import generated
+    if spec.get("options"):
+        wp.set_module_options(spec["options"], generated)
+    paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
+                                  use_ptx=spec.get("use_ptx", False))
+    print("PATHS", json.dumps([str(p) for p in paths]))
+""")
+
+
+class Env:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.runs = 0
+        (tmp / "driver.py").write_text(DRIVER)
+        self.base = dict(os.environ, TASKCACHE_DIR=str(tmp / "tc"),
+                         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "python"), SITE, TOOLS)
+                                                    if p))
+        self.base.pop("TASKCACHE_LOG", None)
+
+    def build(self, source, taskcache=True, **spec):
+        """Compiles the module ahead of time into a fresh Warp cache and
+        directory: (the log lines of taskcache.warp, the cubin path, its
+        .meta)."""
+        self.runs += 1
+        d = self.tmp / f"run{self.runs}"
+        d.mkdir()
+        (d / "generated.py").write_text(source)
+        spec = dict(spec, dir=str(d), out=str(d / "out"), taskcache=taskcache)
+        env = dict(self.base, WARP_KC=str(d / "kc"), **spec.pop("env", {}))
+        p = subprocess.run([sys.executable, str(self.tmp / "driver.py"), json.dumps(spec)],
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        lines = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
+        paths = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("PATHS"))[6:])
+        binary = next(pathlib.Path(x) for x in paths if x.endswith((".cubin", ".ptx")))
+        meta = binary.with_name(binary.name.split(".")[0] + ".meta")
+        return lines, binary, meta
+
+
+@pytest.fixture
+def env(tmp_path):
+    return Env(tmp_path)
+
+
+def one_line(lines):
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_a_cold_build_is_warps_module_with_warps_registers(env):
+    """Every kernel, forward and backward, with Warp's symbol names, Warp's
+    .meta to the byte, and the registers and local memory of Warp's own
+    whole-module build."""
+    import rwlib
+    lines, cubin, meta = env.build(module_source())
+    assert f": {N} kernels: {N} generated and compiled, 0 from cache" in one_line(lines)
+    _, stock, stock_meta = env.build(module_source(), taskcache=False)
+    assert meta.read_bytes() == stock_meta.read_bytes()
+    mine, theirs = rwlib.resources(str(cubin)), rwlib.resources(str(stock))
+    assert set(mine) == set(theirs) and len(mine) == 2 * N
+    assert {k: (r["regs"], rwlib.local_bytes(r)) for k, r in mine.items()} == \
+        {k: (r["regs"], rwlib.local_bytes(r)) for k, r in theirs.items()}
+
+
+def test_an_unchanged_module_is_one_record_read(env):
+    env.build(module_source())
+    lines, cubin, _ = env.build(module_source())  # a fresh Warp cache, the same records
+    assert f": {N} kernels: module record hit" in one_line(lines)
+    first = next((env.tmp / "run1" / "out").glob("*.cubin"))
+    assert cubin.read_bytes() == first.read_bytes()
+
+
+def test_an_edited_kernel_is_the_only_one_compiled(env):
+    env.build(module_source())
+    lines, cubin, meta = env.build(module_source(edit=3))
+    assert f": {N} kernels: 1 generated and compiled, {N - 1} from cache" in one_line(lines)
+    # byte for byte what a cold build of the edited module gives
+    (env.tmp / "cold").mkdir()
+    _, again, _ = Env(env.tmp / "cold").build(module_source(edit=3))
+    assert cubin.read_bytes() == again.read_bytes()
+
+
+def test_a_function_edit_misses_exactly_its_callers(env):
+    env.build(module_source())
+    lines, _, _ = env.build(module_source(helper_factor="3.0"))
+    assert (f": {N} kernels: {CALLERS_OF_SCALE} generated and compiled, "
+            f"{N - CALLERS_OF_SCALE} from cache") in one_line(lines)
+
+
+@pytest.mark.parametrize("options", [{"fast_math": True}, {"block_dim": 128},
+                                     {"enable_backward": False}])
+def test_module_options_miss_every_kernel(env, options):
+    env.build(module_source())
+    lines, _, _ = env.build(module_source(), options=options)
+    assert f": {N} kernels: {N} generated and compiled, 0 from cache" in one_line(lines)
+
+
+@pytest.mark.parametrize("case,expect", [
+    ({"use_ptx": True}, "Warp emits PTX for this device"),
+    ({"config": {"mode": "debug"}}, "debug mode"),
+    ({"env": {"TASKCACHE_PTXAS": "/bin/false", "CUDA_HOME": "/nonexistent"},
+      "no_tools": True}, "no ptxas as new as Warp's NVRTC"),
+])
+def test_what_it_does_not_handle_is_stock_warp_saying_why(env, case, expect):
+    case = dict(case)
+    if case.pop("no_tools", False):
+        env.base["PYTHONPATH"] = os.pathsep.join((str(ROOT / "python"), SITE))
+    lines, binary, meta = env.build(module_source(), **case)
+    assert "stock Warp builds it" in one_line(lines) and expect in lines[0]
+    assert binary.exists() and meta.exists()
+
+
+def test_an_unsupported_warp_version_is_left_alone(env):
+    lines, _, _ = env.build(module_source(), fake_version="1.17.0")
+    assert "is not one of the versions taskcache.warp supports" in one_line(lines)
+
+
+def test_an_error_inside_is_stock_warp(env):
+    """A failing compile worker (here: a Python that cannot run it) must not
+    fail the program."""
+    bad = env.tmp / "python-that-fails"
+    bad.write_text("#!/bin/sh\nexit 3\n")
+    bad.chmod(0o755)
+    script = env.tmp / "driver.py"
+    script.write_text(DRIVER.replace("import taskcache.warp",
+                                     f"import taskcache.warp; import sys; "
+                                     f"sys.executable = {str(bad)!r}"))
+    lines, binary, _ = env.build(module_source())
+    assert "stock Warp builds it" in one_line(lines) and binary.exists()
+
+
+def test_the_environment_variable_switches_warp_over(env):
+    """TASKCACHE_WARP=1: the hook the package's .pth file imports at start
+    enables taskcache.warp when warp is imported."""
+    code = ("import taskcache._warp_hook, sys\n"
+            "assert 'warp' not in sys.modules\n"
+            "import warp, taskcache.warp\n"
+            "print('ON', taskcache.warp.enabled())\n"
+            "taskcache.warp.disable()\n"
+            "import warp._src.build as b\n"
+            "print('OFF', taskcache.warp.enabled(), hasattr(b.build_cuda, '__wrapped__'))\n")
+    for value, on in (("1", True), ("", False)):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(env.base, TASKCACHE_WARP=value), timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert f"ON {on}" in p.stdout and "OFF False False" in p.stdout
+    pth = (ROOT / "python" / "taskcache-warp.pth").read_text()
+    assert pth.startswith("import ") and "taskcache._warp_hook" in pth
+
+
+def test_a_second_machine_builds_from_the_remote(env, tmp_path):
+    """An empty local cache with the same Redis behind it: the module comes
+    from the remote's records, nothing is compiled."""
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from remote_servers import REDIS, Redis
+    if not REDIS:
+        pytest.skip("redis-server is not installed")
+    server = Redis(str(tmp_path / "redis"))
+    try:
+        remote = f"redis://127.0.0.1:{server.port}"
+        env.base["TASKCACHE_REMOTE"] = remote
+        lines, first, _ = env.build(module_source())
+        assert f"{N} generated and compiled" in one_line(lines)
+        env.base["TASKCACHE_DIR"] = str(tmp_path / "second-machine")
+        lines, cubin, _ = env.build(module_source())
+        assert f": {N} kernels: module record hit" in one_line(lines)
+        assert cubin.read_bytes() == first.read_bytes()
+    finally:
+        server.stop()
+
+
+def test_unused_module_data_is_dropped_and_used_data_kept():
+    sys.path.insert(0, str(ROOT / "python"))
+    from taskcache.warp import drop_unused_module_data
+    ptx = (b".version 9.0\n.target sm_90\n.address_size 64\n"
+           b".const .align 4 .b8 unused_table[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
+           b".const .align 4 .b8 used_table[4] = {1, 2, 3, 4};\n"
+           b".global .align 8 .u64 ptr_to_table = generic(pointed_at);\n"
+           b".global .align 4 .b8 pointed_at[4];\n"
+           b".visible .global .align 4 .u32 shared_with_host;\n"
+           b".global .align 4 .u32 unused_global;\n"
+           b".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\tld.const.u32 %r1, [used_table];\n"
+           b"\tret;\n}\n")
+    out = drop_unused_module_data(ptx)
+    assert b"unused_table" not in out and b"unused_global" not in out
+    for kept in (b"used_table", b"pointed_at", b"shared_with_host", b".entry k"):
+        assert kept in out
