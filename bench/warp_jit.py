@@ -121,7 +121,6 @@ class Generated:
 def child(spec):
     t0 = float(spec["t0"])
     import warp as wp
-    wp.config.quiet = True
     wp.config.deterministic = wp.config.DeterministicMode.RUN_TO_RUN
     if spec["taskcache"]:
         sys.path.insert(0, str(ROOT / "python"))
@@ -211,7 +210,16 @@ def run_child(spec, env, timeout):
     out = json.loads(line[len("WARP_JIT "):])
     out["wall"] = wall
     out["log"] = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
+    # Warp's own line per module load: its compile time
+    out["modules"] = {f"{m[1]}_{m[2]}": float(m[3]) for m in
+                      MODULE_LOAD.finditer(p.stdout + p.stderr) if m[4]}
+    out["kernels"] = {f"{m[1]}_{m[2]}": int(m[3]) for m in TC_MODULE.finditer(p.stderr)}
     return out
+
+
+MODULE_LOAD = re.compile(r"Module (\S+) (\w{7}) load on device '[^']+' took ([\d.]+) ms\s*"
+                         r"(\(compiled\))?")
+TC_MODULE = re.compile(r"taskcache\.warp: wp_(\S+)_(\w{7})\.\S+: (\d+) kernels")
 
 
 def resources_of(cache_dir):
@@ -274,6 +282,10 @@ def summarize(name, runs, regs):
     row["fewer_regs"] = sum(regs["tc"][k][0] < regs["stock"][k][0] for k in common)
     row["more_local"] = sum(regs["tc"][k][1] > regs["stock"][k][1] for k in common)
     row["errors"] = {s: runs[s]["error"] for s in SCENARIOS if "error" in runs[s]}
+    # modules compiled in both cold runs: Warp's load time of each, stock and taskcache
+    sm, tm = runs["stock cold"].get("modules", {}), runs["tc cold"].get("modules", {})
+    kernels = runs["tc cold"].get("kernels", {})
+    row["modules"] = [(m, kernels.get(m), sm[m], tm[m]) for m in sorted(sm) if m in tm]
     row["log"] = {s: runs[s].get("log", [])[-3:] for s in ("tc cold", "tc edit")}
     return row
 
@@ -295,6 +307,9 @@ def print_row(row):
           flush=True)
     for s, e in row["errors"].items():
         print(f"    {s}: error: {e[:300]}", flush=True)
+    for m, k, stock, tc in sorted(row["modules"], key=lambda x: -x[2])[:6]:
+        print(f"    module {m:40} {k if k is not None else '?':>4} kernels: stock {stock / 1e3:6.2f} s,"
+              f" taskcache {tc / 1e3:6.2f} s, {stock / tc if tc else 0:5.1f}x", flush=True)
 
 
 def main():
