@@ -16,8 +16,10 @@ work, in this order:
   tc edit        the same edit through taskcache
 and reports compile time = time - stock warm, ratios against stock, the
 output digest of every run (its arrays after the frames, in Warp's
-deterministic mode: stock cold against stock warm shows whether the program
-is deterministic; taskcache's runs must then give the same digest), and
+deterministic mode for Warp's examples, whose float atomics otherwise differ
+run to run; Newton's kernels refuse it): stock cold against stock warm
+shows whether the program is deterministic, and taskcache's runs must then
+give the same digest), and
 registers and local memory of every kernel of both builds.
 
   python3 bench/warp_jit.py [--programs a,b] [--frames N] [--budget S] [--json FILE]
@@ -121,7 +123,8 @@ class Generated:
 def child(spec):
     t0 = float(spec["t0"])
     import warp as wp
-    wp.config.deterministic = wp.config.DeterministicMode.RUN_TO_RUN
+    if spec["kind"] == "warp":  # their float atomics differ run to run otherwise
+        wp.config.deterministic = wp.config.DeterministicMode.RUN_TO_RUN
     if spec["taskcache"]:
         sys.path.insert(0, str(ROOT / "python"))
         import taskcache.warp
@@ -161,7 +164,9 @@ def edit_first_kernel(path):
     one line (other kernels keep their line numbers): a statement that
     assigns an unused local, which changes the kernel's hash."""
     lines = path.read_text().split("\n")
-    i = next(k for k, l in enumerate(lines) if l.strip().startswith("@wp.kernel"))
+    # warp.fem programs write integrands, which warp.fem makes kernels of
+    i = next(k for k, l in enumerate(lines)
+             if l.strip().startswith(("@wp.kernel", "@fem.integrand")))
     while not re.search(r"\)\s*(->\s*None\s*)?:\s*(#.*)?$", lines[i]):
         i += 1
     i += 1

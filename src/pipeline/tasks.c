@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "pipeline/tasks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,19 +312,68 @@ static int cancelled(void *ctx)
  * tasks define would no longer fail the link). Kernels alone may be
  * visible. A needle in a comment only costs registers. */
 static const char *const not_whole_program[] = {
-    ".const", ".tex", ".surf", ".sampler", ".callprototype", ".calltargets", ".extern",
-    ".weak", ".common",
+    ".const", ".tex", ".surf", ".sampler", ".callprototype", ".calltargets", ".weak",
+    ".common",
 };
 
-/* Whether a .visible in the text makes anything but a kernel visible. */
-static int shares_more_than_kernels(const char *ptx, size_t len)
+/* The functions a PTX text may declare .extern without another object
+ * defining them: the device runtime's system calls, which the compiler
+ * itself resolves (printf in Warp's deterministic mode, assert, malloc). */
+static const char *const system_calls[] = {"vprintf", "malloc", "free", "__assertfail"};
+
+static const char *skip_space(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    return p;
+}
+
+static int starts(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return (size_t)(end - p) >= n && !memcmp(p, word, n);
+}
+
+/* Whether an .extern declaration at p names what another object defines
+ * (dynamic .shared memory and system calls are nobody's). */
+static int extern_of_another(const char *p, const char *end)
+{
+    p = skip_space(p + 7, end);
+    if (starts(p, end, ".shared"))
+        return 0;
+    if (!starts(p, end, ".func"))
+        return 1;
+    p = skip_space(p + 5, end);
+    if (p < end && *p == '(') { /* the return parameter */
+        const char *close = memchr(p, ')', (size_t)(end - p));
+        if (!close)
+            return 1;
+        p = skip_space(close + 1, end);
+    }
+    const char *name = p;
+    while (p < end && (isalnum((unsigned char)*p) || *p == '_' || *p == '$'))
+        p++;
+    for (size_t i = 0; i < sizeof system_calls / sizeof system_calls[0]; i++)
+        if ((size_t)(p - name) == strlen(system_calls[i]) &&
+            !memcmp(name, system_calls[i], (size_t)(p - name)))
+            return 0;
+    return 1;
+}
+
+/* Whether the text shares a symbol with other objects: declares one that
+ * another defines, or makes anything but a kernel visible. */
+static int shares_symbols(const char *ptx, size_t len)
 {
     const char *p = ptx, *end = ptx + len;
+    while ((p = memmem(p, (size_t)(end - p), ".extern", 7)) != NULL) {
+        if (extern_of_another(p, end))
+            return 1;
+        p += 7;
+    }
+    p = ptx;
     while ((p = memmem(p, (size_t)(end - p), ".visible", 8)) != NULL) {
-        p += 8;
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-            p++;
-        if ((size_t)(end - p) < 6 || memcmp(p, ".entry", 6) != 0)
+        p = skip_space(p + 8, end);
+        if (!starts(p, end, ".entry"))
             return 1;
     }
     return 0;
@@ -343,7 +393,7 @@ static tc_out_kind task_kind(const tc_session *s, const char *ptx, size_t len)
     for (size_t i = 0; i < sizeof not_whole_program / sizeof not_whole_program[0]; i++)
         if (memmem(ptx, len, not_whole_program[i], strlen(not_whole_program[i])))
             return TC_OUT_OBJECT;
-    return shares_more_than_kernels(ptx, len) ? TC_OUT_OBJECT : TC_OUT_EWP;
+    return shares_symbols(ptx, len) ? TC_OUT_OBJECT : TC_OUT_EWP;
 }
 
 const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n)

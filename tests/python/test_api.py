@@ -319,14 +319,25 @@ def test_tasks_compile_as_whole_programs_where_that_links_safely(cache, tmp_path
     wrapper.chmod(0o755)
     const = task_ptx("C", 3).replace(".visible .entry C", ".const .u32 k = 5;\n.visible .entry C") \
         .replace("mov.u32 %r1, 3;", "ld.const.u32 %r1, [k];")
-    texts = {"A": task_ptx("A", 1), "B": task_ptx("B", 2), "C": const}
+    # a system call declared (printf, as Warp's deterministic mode writes)
+    # is no other object's symbol; a function declared .extern is
+    printf = task_ptx("D", 4).replace(
+        ".visible .entry D", ".extern .func  (.param .b32 func_retval0) vprintf\n"
+        "(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n)\n;\n"
+        ".visible .entry D")
+    other = task_ptx("E", 5).replace(".visible .entry E",
+                                     ".extern .func (.param .b32 r) helper ();\n.visible .entry E")
+    texts = {"A": task_ptx("A", 1), "B": task_ptx("B", 2), "C": const, "D": printf, "E": other}
     r = cache.build_tasks([tc.Task(n, n.encode()) for n in texts], lambda i, t: texts[t.name],
                           tc.Options(arch="sm_90", compiler="ptxas", ptxas=str(wrapper)),
                           version="modes")
-    assert {e.name for e in r.entries} == {"A", "B", "C"}
+    assert {e.name for e in r.entries} == set(texts)
     calls = [l for l in log.read_text().splitlines() if "--version" not in l]
     if not r.report.nvjitlink:
         assert all("--compile-only" in l for l in calls)
         return
-    assert sorted("--extensible-whole-program" in l for l in calls) == [False, True, True]
-    assert sum("--compile-only" in l for l in calls) == 1
+    # task i is compiled from taskI.ptx: the kernels alone (A, B) and the one
+    # beside printf's declaration (D) as whole programs, C and E relocatable
+    whole = sorted(l.rsplit("/", 1)[-1] for l in calls if "--extensible-whole-program" in l)
+    assert whole == ["task0.ptx", "task1.ptx", "task3.ptx"], calls
+    assert sum("--compile-only" in l for l in calls) == 2, calls
