@@ -42,11 +42,12 @@ def _read_exactly(stream, n):
     return data if data is not None and len(data) == n else None
 
 
-def _compile(compile_program, h, src, out_path):
+def compile_program(entry, h, src, out_path):
+    """Runs wp_cuda_compile_program as build_cuda would, PTX into out_path."""
     dirs = [d.encode() for d in h["include_dirs"]]
     arr = (ctypes.c_char_p * len(dirs))(*dirs) if dirs else None
     pch_dir = h["pch_dir"].encode() if h["pch_dir"] else None
-    return compile_program(
+    return entry(
         src, h["name"].encode(), h["arch"], h["arch_suffix"].encode(),
         h["include_dir"].encode(), len(dirs), arr, h["debug"], h["optimization_level"],
         False, h["verify_fp"], h["fast_math"], h["fuse_fp"], h["lineinfo"], False,
@@ -60,9 +61,9 @@ def main():
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     lib = ctypes.CDLL(sys.argv[1])
-    compile_program = lib.wp_cuda_compile_program
-    compile_program.argtypes = ARGTYPES
-    compile_program.restype = ctypes.c_size_t
+    entry = lib.wp_cuda_compile_program
+    entry.argtypes = ARGTYPES
+    entry.restype = ctypes.c_size_t
     scratch = tempfile.mkdtemp(prefix="taskcache-nvrtc-")
     try:
         while True:
@@ -75,7 +76,7 @@ def main():
                 return
             out_path = os.path.join(scratch, "kernel.ptx")  # .ptx: NVRTC writes PTX
             try:
-                rc = _compile(compile_program, json.loads(header), src, out_path)
+                rc = compile_program(entry, json.loads(header), src, out_path)
                 if rc == 0:
                     with open(out_path, "rb") as f:
                         status, data = 0, f.read()
