@@ -1,5 +1,5 @@
 /* remote: remote storage servers behind the local store, for a team, a CI
- * fleet or a cluster sharing one cache (README.md, "A cache for a team").
+ * fleet or a cluster sharing one cache (docs/remote.md, "Remote storage").
  *
  * This stage moves opaque bytes under names; it knows nothing of records.
  * The store (src/store/store.c) decides what to look up and verifies every
