@@ -7,6 +7,7 @@
 #   lib/pkgconfig/taskcache.pc                pkg-config (--static for the archive)
 #   include/taskcache.h, bin/taskcache, lib/libtaskcache_intercept.so and
 #   lib/libtaskcache_jit.so (taskcache run: the preloaded part and its builder)
+#   share/man/man1/taskcache.1                man taskcache (docs/taskcache.1)
 #
 # When scikit-build-core drives the build (pip install ./python, or
 # scripts/build-wheel.sh), the same targets go into the Python package
@@ -95,6 +96,7 @@ install(TARGETS taskcache_cli taskcache_intercept taskcache_jit
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/taskcache.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES docs/taskcache.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 set(TC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/taskcache)
 install(EXPORT taskcacheTargets NAMESPACE taskcache:: DESTINATION ${TC_CMAKE_DIR})

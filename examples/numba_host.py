@@ -1,5 +1,5 @@
 """numba_host: numba-cuda kernels compiled through taskcache, the Python
-recipe of the README as a program.
+recipe of docs/embedding.md as a program.
 
     python3 examples/numba_host.py KERNELS.py CACHE_DIR [--arch sm_90]
 

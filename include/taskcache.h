@@ -251,7 +251,7 @@ TC_API tc_status tc_cache_clear(tc_cache *cache, tc_error *err);
  *
  * The remote is $TASKCACHE_REMOTE, else "remote = SPEC" in
  * <dir>/taskcache.conf, else none. A spec is a URL with optional
- * attributes after '|' (README.md, "A cache for a team"):
+ * attributes after '|' (docs/remote.md, "Where it is configured"):
  *
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]  (rediss:// for TLS)
  *   http://HOST[:PORT][/PATH]  https://...      (WebDAV, bazel-remote, S3)

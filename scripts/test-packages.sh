@@ -2,11 +2,12 @@
 # test-packages.sh: the packages as their users get them, tested from outside
 # the source tree (scripts/test.sh runs it after the gcc build):
 #
-#   1. `cmake --install` of the build into a scratch prefix; tests/consumer
-#      found with find_package(taskcache CONFIG), linked against the shared
-#      and the static library, and the same source built with pkg-config
-#      (shared, and --static against libtaskcache.a): each builds a module
-#      twice, the second time from the cache
+#   1. `cmake --install` of the build into a scratch prefix, the man page
+#      included; tests/consumer found with find_package(taskcache CONFIG),
+#      linked against the shared and the static library, and the same
+#      source built with pkg-config (shared, and --static against
+#      libtaskcache.a): each builds a module twice, the second time from
+#      the cache
 #   2. the wheel (scripts/build-wheel.sh, into dist/) installed into a fresh
 #      virtual environment, which runs tests/python against the library the
 #      wheel carries (TASKCACHE_TEST_INSTALLED=1: no TASKCACHE_LIB, no
@@ -23,6 +24,10 @@ prefix=$scratch/prefix
 
 echo "== packages: cmake --install, then a consumer through find_package and pkg-config"
 cmake --install "$build" --prefix "$prefix" >/dev/null
+if [ ! -f "$prefix/share/man/man1/taskcache.1" ]; then
+    echo "test-packages: cmake --install put no man page in share/man/man1" >&2
+    exit 1
+fi
 cmake -S tests/consumer -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$scratch/consumer" -j"$(nproc)" >/dev/null
 "$scratch/consumer/consumer_shared" "$scratch/cache1"

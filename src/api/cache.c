@@ -56,12 +56,29 @@ void tc_cache_hold(tc_cache *c)
         __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
+/* Adds to the statistics what the remote tier did outside any build
+ * (uploads finish after the build that queued them). */
+static void record_remote_counts(tc_store *st)
+{
+    tc_counters delta = {{0}};
+    tc_store_take_counts(st, &delta);
+    for (int i = 0; i < TC_NCOUNTERS; i++)
+        if (delta.v[i]) {
+            (void)tc_stats_add(st, &delta, NULL); /* statistics never fail anything */
+            return;
+        }
+}
+
 void tc_cache_release(tc_cache *c)
 {
     /* acquire-release: the thread that frees sees every write made by the
      * calls that released before it */
     if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (c->store) { /* NULL when tc_cache_open ran out of memory */
+        tc_store_end_remote(c->store);
+        record_remote_counts(c->store);
+    }
     tc_store_close(c->store);
     free(c->dir);
     free(c);
@@ -245,6 +262,7 @@ tc_status tc_cache_flush(tc_cache *c, double timeout_seconds, tc_error *err)
     char why[sizeof err->message];
     tc_cache_hold(c);
     int rc = tc_store_flush(c->store, timeout_seconds, why, sizeof why);
+    record_remote_counts(c->store); /* so that `taskcache stats` shows the uploads at once */
     tc_cache_release(c);
     return rc == 0 ? TC_OK : tc_set_error(err, TC_ERR_IO, "%s", why);
 }

@@ -33,8 +33,9 @@ const char cli_usage_gc[] =
     "DIR/taskcache.conf holds 'max_size = 10G' and 'shared = true' (a cache\n"
     "shared by a group: directories 2770, files 0660; default private, 0700).\n"
     "With TASKCACHE_SECRET_FILE set, records are authenticated with its secret\n"
-    "(README.md, 'Who must be trusted'). 'remote = SPEC' puts remote storage\n"
-    "behind it ('taskcache help remote'); gc, verify and clear are local only.\n";
+    "(docs/remote.md, 'Who must be trusted'). 'remote = SPEC' puts remote\n"
+    "storage behind it ('taskcache help remote'); gc, verify and clear are\n"
+    "local only.\n";
 
 const char cli_usage_verify[] =
     "usage: taskcache verify [--cache-dir DIR] [--remove-bad] [--json]\n"

@@ -84,7 +84,8 @@ static const tc_jit_api *load_builder(char *why, size_t cap)
         return NULL;
     }
     const tc_jit_api *(*bind)(unsigned, const tc_real_driver *(*)(void), int);
-    void *sym = dlsym(lib, TC_JIT_BIND);
+    tc_find_real_dlsym(); /* the C library's: ours has nothing to stand in for here */
+    void *sym = tc_real_dlsym ? tc_real_dlsym(lib, TC_JIT_BIND) : NULL;
     memcpy(&bind, &sym, sizeof bind);
     const tc_jit_api *a = bind ? bind(TC_JIT_ABI, tc_real, tc_intercept_mode()) : NULL;
     if (!a) {

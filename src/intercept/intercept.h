@@ -2,12 +2,13 @@
  * `taskcache run -- CMD` preloads libtaskcache_intercept.so: a small
  * library whose stand-ins take the driver functions' place on every path a
  * program reaches them by (interpose.c, rebind.c, libc_sym.c) and pass each
- * call to the driver untouched or to the builder (front.c). The builder,
- * libtaskcache_jit.so beside it, carries taskcache and decides what each
- * call that may carry PTX does (jit.c); it is loaded on the first such
- * call, so that the many processes of a program that never hands the
- * driver PTX (a shell, make, a compiler) start as fast as without
- * taskcache. common.c is in both. Internal to the interceptor. */
+ * call, through front.c, to the builder or untouched to the real driver
+ * (real.c). The builder, libtaskcache_jit.so beside it, carries taskcache
+ * and decides what each call that may carry PTX does (jit.c); it is
+ * loaded on the first such call, so that the many processes of a program
+ * that never hands the driver PTX (a shell, make, a compiler) start as
+ * fast as without taskcache. common.c is in both. Internal to the
+ * interceptor. */
 #ifndef TC_INTERCEPT_H
 #define TC_INTERCEPT_H
 
@@ -42,9 +43,22 @@ typedef struct tc_real_driver {
 /* The real driver (libcuda.so.1), loaded on first use. Never NULL: a
  * function the driver lacks is NULL, and calling through it is the
  * caller's check (the program could not have reached our stand-in for a
- * function the driver does not have). interpose.c finds it; the builder
+ * function the driver does not have). real.c finds it; the builder
  * calls the preloaded part's, handed over by tc_jit_bind. */
 const tc_real_driver *tc_real(void);
+
+/* real.c (the preloaded part): cuGetProcAddress ([0]; it has no status
+ * argument, and is called through a cast to its own type) and
+ * cuGetProcAddress_v2 ([1]) of the real driver, NULL where it lacks one. */
+typedef CUresult (*tc_get_proc_fn)(const char *, void **, int, cuuint64_t, int *);
+tc_get_proc_fn tc_real_get_proc(int v);
+
+/* real.c: the C library's own dlsym and dlvsym (NULL when not found),
+ * set by tc_find_real_dlsym, which runs before any program code does.
+ * Variables, not functions: interpose.c's entry points jump through them. */
+extern void *(*tc_real_dlsym)(void *, const char *);
+extern void *(*tc_real_dlvsym)(void *, const char *, const char *);
+void tc_find_real_dlsym(void);
 
 /* jit.c (the builder): what the stand-ins do. `v` selects the version of a function
  * with two (0 original, 1 _v2). Each builds the PTX it is given with

@@ -11,12 +11,11 @@
  *   are replaced, and hand out the stand-in for the version of a function
  *   the program asked for (cuLinkAddData or cuLinkAddData_v2).
  *
- * The real functions come from the real libcuda.so.1 through the real
- * dlsym, found in the C library's symbol table, so no call of ours ever
- * loops back into a stand-in. */
+ * The real functions come from real.c: the real libcuda.so.1 through the
+ * real dlsym, found in the C library's symbol table, so no call of ours
+ * ever loops back into a stand-in. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,71 +24,6 @@
 #define EXPORT __attribute__((visibility("default")))
 
 enum { CUDA_ERROR_NOT_SUPPORTED = 801 };
-
-/* ---- the real dlsym and the real driver ------------------------------------------------ */
-
-/* not static: the entry points below jump through them (hidden all the
- * same, as everything of this library but its exports) */
-void *(*real_dlsym)(void *, const char *);
-void *(*real_dlvsym)(void *, const char *, const char *);
-static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
-
-static void find_real_dlsym(void)
-{
-    void *p = tc_libc_function("dlsym"), *q = tc_libc_function("dlvsym");
-    memcpy(&real_dlsym, &p, sizeof p);
-    memcpy(&real_dlvsym, &q, sizeof q);
-}
-
-/* Found before any program code runs: the entry points' RTLD_NEXT path
- * needs them (until then it takes the path of every other handle). */
-__attribute__((constructor)) static void find_real_dlsym_early(void)
-{
-    pthread_once(&dlsym_once, find_real_dlsym);
-}
-
-static tc_real_driver real;
-static CUresult (*real_get_proc[2])(const char *, void **, int, cuuint64_t, int *);
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
-
-/* Assigning dlsym's void * to a function pointer goes through memcpy (ISO
- * C has no conversion between the two). */
-#define REAL(lib, field, name)                                                                \
-    do {                                                                                      \
-        void *p_ = (lib) ? real_dlsym((lib), (name)) : NULL;                                  \
-        memcpy(&(field), &p_, sizeof p_);                                                     \
-    } while (0)
-
-static void load_real(void)
-{
-    pthread_once(&dlsym_once, find_real_dlsym);
-    void *lib = real_dlsym ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
-    REAL(lib, real.cuModuleLoadData, "cuModuleLoadData");
-    REAL(lib, real.cuModuleLoadDataEx, "cuModuleLoadDataEx");
-    REAL(lib, real.cuLibraryLoadData, "cuLibraryLoadData");
-    REAL(lib, real.cuLinkCreate[0], "cuLinkCreate");
-    REAL(lib, real.cuLinkCreate[1], "cuLinkCreate_v2");
-    REAL(lib, real.cuLinkAddData[0], "cuLinkAddData");
-    REAL(lib, real.cuLinkAddData[1], "cuLinkAddData_v2");
-    REAL(lib, real.cuLinkAddFile[0], "cuLinkAddFile");
-    REAL(lib, real.cuLinkAddFile[1], "cuLinkAddFile_v2");
-    REAL(lib, real.cuLinkComplete, "cuLinkComplete");
-    REAL(lib, real.cuLinkDestroy, "cuLinkDestroy");
-    REAL(lib, real.cuCtxGetDevice, "cuCtxGetDevice");
-    REAL(lib, real.cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    REAL(lib, real.cuDeviceGetCount, "cuDeviceGetCount");
-    REAL(lib, real.cuDeviceGet, "cuDeviceGet");
-    /* the first version has no status argument: called through a cast of
-     * its own type below */
-    REAL(lib, real_get_proc[0], "cuGetProcAddress");
-    REAL(lib, real_get_proc[1], "cuGetProcAddress_v2");
-}
-
-const tc_real_driver *tc_real(void)
-{
-    pthread_once(&real_once, load_real);
-    return &real;
-}
 
 /* ---- the stand-ins ------------------------------------------------------------------------ */
 
@@ -230,9 +164,11 @@ static void *stand_in_for(const char *symbol, int version)
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
-    tc_real();
+    /* the first version has no status argument: called through a cast
+     * of its own type */
+    tc_get_proc_fn real = tc_real_get_proc(0);
     CUresult (*get)(const char *, void **, int, cuuint64_t);
-    memcpy(&get, &real_get_proc[0], sizeof get);
+    memcpy(&get, &real, sizeof get);
     if (!get)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult rc = get(symbol, pfn, version, flags);
@@ -248,10 +184,10 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                              int *status)
 {
-    tc_real();
-    if (!real_get_proc[1])
+    tc_get_proc_fn get = tc_real_get_proc(1);
+    if (!get)
         return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult rc = real_get_proc[1](symbol, pfn, version, flags, status);
+    CUresult rc = get(symbol, pfn, version, flags, status);
     if (tc_intercept_trace() && symbol)
         tc_intercept_note("trace: cuGetProcAddress_v2(%s, %d): %d", symbol, version, rc);
     void *ours;
@@ -308,17 +244,17 @@ void *tc_dlvsym_any(void *restrict handle, const char *restrict name,
 
 void *tc_dlsym_any(void *restrict handle, const char *restrict name)
 {
-    pthread_once(&dlsym_once, find_real_dlsym);
+    tc_find_real_dlsym();
     rebind();
-    return real_dlsym ? swap(real_dlsym(handle, name), name, "dlsym") : NULL;
+    return tc_real_dlsym ? swap(tc_real_dlsym(handle, name), name, "dlsym") : NULL;
 }
 
 void *tc_dlvsym_any(void *restrict handle, const char *restrict name,
                     const char *restrict version)
 {
-    pthread_once(&dlsym_once, find_real_dlsym);
+    tc_find_real_dlsym();
     rebind();
-    return real_dlvsym ? swap(real_dlvsym(handle, name, version), name, "dlvsym") : NULL;
+    return tc_real_dlvsym ? swap(tc_real_dlvsym(handle, name, version), name, "dlvsym") : NULL;
 }
 
 /* RTLD_NEXT means the next definition after the object that called
@@ -336,7 +272,7 @@ __asm__(".text\n"
         "dlsym:\n"
         "    cmpq $-1, %rdi\n"             /* RTLD_NEXT is (void *)-1 */
         "    jne tc_dlsym_any\n"
-        "    movq real_dlsym(%rip), %rax\n"
+        "    movq tc_real_dlsym(%rip), %rax\n"
         "    testq %rax, %rax\n"
         "    je tc_dlsym_any\n"
         "    jmp *%rax\n"
@@ -345,7 +281,7 @@ __asm__(".text\n"
         "dlvsym:\n"
         "    cmpq $-1, %rdi\n"
         "    jne tc_dlvsym_any\n"
-        "    movq real_dlvsym(%rip), %rax\n"
+        "    movq tc_real_dlvsym(%rip), %rax\n"
         "    testq %rax, %rax\n"
         "    je tc_dlvsym_any\n"
         "    jmp *%rax\n"
@@ -356,8 +292,8 @@ __asm__(".text\n"
         "dlsym:\n"
         "    cmn x0, #1\n"
         "    b.ne tc_dlsym_any\n"
-        "    adrp x16, real_dlsym\n"
-        "    ldr x16, [x16, :lo12:real_dlsym]\n"
+        "    adrp x16, tc_real_dlsym\n"
+        "    ldr x16, [x16, :lo12:tc_real_dlsym]\n"
         "    cbz x16, tc_dlsym_any\n"
         "    br x16\n"
         ".size dlsym, .-dlsym\n"
@@ -365,8 +301,8 @@ __asm__(".text\n"
         "dlvsym:\n"
         "    cmn x0, #1\n"
         "    b.ne tc_dlvsym_any\n"
-        "    adrp x16, real_dlvsym\n"
-        "    ldr x16, [x16, :lo12:real_dlvsym]\n"
+        "    adrp x16, tc_real_dlvsym\n"
+        "    ldr x16, [x16, :lo12:tc_real_dlvsym]\n"
         "    cbz x16, tc_dlvsym_any\n"
         "    br x16\n"
         ".size dlvsym, .-dlvsym\n");

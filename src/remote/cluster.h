@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "remote/remote.h"
+#include "remote/transport.h"
 
 #define TC_CLUSTER_SLOTS 16384
 

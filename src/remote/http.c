@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "remote/remote.h"
+#include "remote/transport.h"
 #include "util/fs.h"
 #include "util/hash.h"
 

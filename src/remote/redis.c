@@ -23,7 +23,7 @@
 #endif
 
 #include "remote/cluster.h"
-#include "remote/remote.h"
+#include "remote/transport.h"
 
 #define KEY_PREFIX "taskcache:v1:"
 /* A cluster has at most a few hundred masters; more nodes than this in

@@ -100,13 +100,6 @@ static tc_transport *open_transport(const tc_remote_spec *spec, char *why, size_
 
 /* ---- time and signals ---------------------------------------------------------------- */
 
-double tc_remote_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -140,26 +140,8 @@ static void take_counts(tc_store *st, tc_counters *delta)
     delta->v[TC_C_REMOTE_WRITE_ERRORS] += w.failed;
 }
 
-/* Adds to the statistics what the remote did outside any build (uploads
- * finish after the build that queued them), plus final (may be NULL). */
-static void record_counts(tc_store *st, const tc_remote_writes *final)
-{
-    tc_counters delta;
-    memset(&delta, 0, sizeof delta);
-    take_counts(st, &delta);
-    if (final) {
-        delta.v[TC_C_REMOTE_WRITES] += final->written;
-        delta.v[TC_C_REMOTE_WRITE_BYTES] += final->bytes;
-        delta.v[TC_C_REMOTE_WRITE_ERRORS] += final->failed;
-    }
-    for (int i = 0; i < TC_NCOUNTERS; i++)
-        if (delta.v[i]) {
-            (void)tc_stats_add(st, &delta, NULL); /* statistics never fail anything */
-            return;
-        }
-}
-
-/* Flushes and frees the remote; what it did goes to the statistics. */
+/* Flushes and frees the remote; its last writes join the counts that
+ * tc_store_take_counts hands out. */
 static void close_remote(tc_store *st)
 {
     if (!st->remote)
@@ -167,7 +149,11 @@ static void close_remote(tc_store *st)
     tc_remote_writes w;
     tc_remote_close(st->remote, &w);
     st->remote = NULL;
-    record_counts(st, &w);
+    pthread_mutex_lock(&st->lock);
+    st->remote_counts.v[TC_C_REMOTE_WRITES] += w.written;
+    st->remote_counts.v[TC_C_REMOTE_WRITE_BYTES] += w.bytes;
+    st->remote_counts.v[TC_C_REMOTE_WRITE_ERRORS] += w.failed;
+    pthread_mutex_unlock(&st->lock);
 }
 
 /* The first line of the spec's password-file into spec->password: a
@@ -289,12 +275,10 @@ void tc_store_take_counts(tc_store *st, tc_counters *delta) { take_counts(st, de
 
 int tc_store_flush(tc_store *st, double timeout_s, char *why, size_t n)
 {
-    if (!st->remote)
-        return 0;
-    int rc = tc_remote_flush(st->remote, timeout_s, why, n);
-    record_counts(st, NULL); /* so that `taskcache stats` shows the uploads at once */
-    return rc;
+    return st->remote ? tc_remote_flush(st->remote, timeout_s, why, n) : 0;
 }
+
+void tc_store_end_remote(tc_store *st) { close_remote(st); }
 
 int tc_store_check_remote(tc_store *st, tc_remote_check_result *out)
 {

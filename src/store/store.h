@@ -116,12 +116,18 @@ const char *tc_store_remote_problem(const tc_store *st);
 /* The remote's first problem in this process, once (remote.h). */
 int tc_store_take_remote_warning(tc_store *st, char *buf, size_t n);
 /* Adds what the remote tier did since the last call (lookups, uploads) to
- * delta (TC_C_* counters, stats.h). */
+ * delta (TC_C_* counters, stats.h). The store keeps no statistics: its
+ * callers add these to theirs (tc_stats_add). */
 void tc_store_take_counts(tc_store *st, struct tc_counters *delta);
 /* Waits for the uploads queued, at most timeout_s seconds (<0: the spec's
- * flush timeout), and records them in the statistics. 0, or -1 with why
- * filled when some could not be written. */
+ * flush timeout). 0, or -1 with why filled when some could not be
+ * written. What they did is in the next tc_store_take_counts. */
 int tc_store_flush(tc_store *st, double timeout_s, char *why, size_t n);
+/* Waits for the uploads as the remote's flush-timeout allows, and ends
+ * the remote tier (tc_store_close does too): its last counts are in the
+ * next tc_store_take_counts, which a caller that keeps statistics calls
+ * before tc_store_close. */
+void tc_store_end_remote(tc_store *st);
 /* `taskcache remote check` (remote.h). -1 when there is no remote. */
 int tc_store_check_remote(tc_store *st, tc_remote_check_result *out);
 

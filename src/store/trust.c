@@ -35,7 +35,7 @@ const char *tc_trust_directory(const struct stat *s, int shared)
     if (shared && s->st_uid != geteuid() && !in_group(s->st_gid))
         return "it belongs to another user and to a group this user is not in";
     if (shared)
-        return NULL; /* its group's members are trusted, as README.md says */
+        return NULL; /* its group's members are trusted, as docs/remote.md says */
     if (s->st_uid != geteuid())
         return "it belongs to another user, and taskcache.conf does not say shared = true";
     if (s->st_mode & S_IWGRP)

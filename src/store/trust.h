@@ -5,7 +5,7 @@
  * not used. With TASKCACHE_SECRET_FILE set, records must also carry an
  * HMAC under that file's secret, so that a member who can write the cache
  * but does not hold the secret cannot make anyone run what they wrote.
- * README.md ("Who must be trusted") says what each member can still do. */
+ * docs/remote.md ("Who must be trusted") says what each member can still do. */
 #ifndef TC_STORE_TRUST_H
 #define TC_STORE_TRUST_H
 

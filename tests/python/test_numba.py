@@ -1,9 +1,10 @@
-"""The README's Python recipe (examples/numba_host.py) with real numba-cuda
-kernels, no GPU needed (compile_ptx): several signatures of one kernel,
-module globals (a scalar and an array), an edit. Each process is served
-exactly the image a cold build of the same program produces, and codegen
-runs for exactly the tasks whose inputs changed. A control run keyed the
-way the README used to (source and signature) shows what this catches."""
+"""The Python recipe of docs/embedding.md (examples/numba_host.py) with
+real numba-cuda kernels, no GPU needed (compile_ptx): several signatures of
+one kernel, module globals (a scalar and an array), an edit. Each process
+is served exactly the image a cold build of the same program produces, and
+codegen runs for exactly the tasks whose inputs changed. A control run
+keyed the way the recipe used to (source and signature) shows what this
+catches."""
 
 import json
 import os
@@ -60,7 +61,7 @@ V2 = dict(V1, scale="3.0", offsets="0.5, 1.5, 3.5")        # the globals change
 V3 = dict(V2, clamp="max(min(x[i], hi), lo) * 1.0")       # one kernel is edited
 VERSIONS = [V1, V2, V3]
 
-# the README's old key: the source and the signature, not what the code reads
+# the recipe's old key: the source and the signature, not what the code reads
 OLD_KEY = textwrap.dedent('''
     import inspect, sys
     sys.path.insert(0, sys.argv.pop(1))

@@ -436,7 +436,7 @@ def m_dup_internal_constant(items, rng, state):
     first, the others renumbered, as nvcc numbers a new string that comes
     earlier in the source. Its contents are new (then no key may change)
     or, less often, equal to an existing one: nvcc merges equal strings, and
-    the README says the kernels using the repeated constant may then get
+    docs/design.md says the kernels using the repeated constant may then get
     other keys."""
     def family(n):
         if n == "$str" or re.match(r"^\$str\$\d+$", n):
