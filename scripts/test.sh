@@ -40,6 +40,25 @@ if [ -n "$cuda_mm" ] && ! python3 -c "import numba.cuda" 2>/dev/null; then
         echo "test: note: numba-cuda could not be installed; its test will be skipped"
 fi
 TASKCACHE_LIB=build/libtaskcache.so python3 -m pytest -q -rs tests/python
+# taskcache.warp against the pinned warp-lang releases it supports (1.19.0 and
+# the minor before it), each in a directory of its own, with NVIDIA's ptxas
+# and nvJitLink of their NVRTC's release (13.4.92); no GPU: Warp's
+# ahead-of-time compile takes the same path
+pipi() { python3 -m pip install --quiet --disable-pip-version-check "$@" 2>/dev/null ||
+         python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$@"; }
+python3 -c "import numpy" 2>/dev/null || pipi numpy || echo "test: note: numpy could not be installed"
+tools=.deps/warp-tools
+[ -x "$tools/nvidia/cu13/bin/ptxas" ] ||
+    pipi --no-deps --target "$tools" nvidia-cuda-nvcc==13.4.92 nvidia-nvjitlink==13.4.92 ||
+    echo "test: note: NVIDIA's 13.4 ptxas could not be installed; the Warp tests will be skipped"
+for v in 1.19.0 1.18.0; do
+    site=.deps/warp-$v
+    [ -d "$site/warp" ] || pipi --no-deps --target "$site" "warp-lang==$v" ||
+        echo "test: note: warp-lang $v could not be installed; its tests will be skipped"
+    echo "== taskcache.warp with warp-lang $v"
+    TASKCACHE_WARP_SITE=$site TASKCACHE_WARP_TOOLS=$tools TASKCACHE_LIB=build/libtaskcache.so \
+        python3 -m pytest -q -rs tests/python/test_warp.py
+done
 # the packages as users get them: cmake --install + find_package / pkg-config
 # consumers, and the wheel in a fresh virtual environment
 scripts/test-packages.sh build
