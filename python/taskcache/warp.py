@@ -270,9 +270,13 @@ class _Integration:
                 raise RuntimeError("MathDx link inputs")
             header = dict(plan.flags, name=f"{task.name}.cu", include_dir=plan.include_dir,
                           include_dirs=[], pch_dir=plan.pch_dir)
-            ptx = compile_ptx(header, source.encode())
-            return (drop_unused_module_data(ptx.rstrip(b"\0")),
-                    json.dumps(meta, sort_keys=True).encode())
+            ptx = drop_unused_module_data(compile_ptx(header, source.encode()).rstrip(b"\0"))
+            shared = shared_module_variables(ptx)
+            if shared:
+                raise RuntimeError(f"kernel {task.name} uses module-scope variables "
+                                   f"({', '.join(shared[:3])}) that Warp's module holds once for "
+                                   f"all its kernels")
+            return ptx, json.dumps(meta, sort_keys=True).encode()
 
         return cache.build_tasks(tasks, codegen, topts, version=version, group_key=group_key)
 
@@ -382,6 +386,20 @@ def drop_unused_module_data(ptx: bytes) -> bytes:
     for name in _NAME.findall(ptx):
         uses[name] = uses.get(name, 0) + 1
     return _INTERNAL_DATA.sub(lambda m: m.group(0) if uses[m.group(1)] > 1 else b"", ptx)
+
+
+def shared_module_variables(ptx: bytes) -> list:
+    """The internal module-scope .global variables a kernel's PTX still
+    declares, but for string literals ($str, __unnamed_: the compiler's
+    read-only constants). Stock Warp's module holds one of each for all its
+    kernels, so what one kernel stores another reads; a per-kernel build
+    would give each kernel its own. Such a module stays stock Warp's."""
+    names = []
+    for m in _INTERNAL_DATA.finditer(ptx):
+        name = m.group(1).decode(errors="replace")
+        if m.group(0).startswith(b".global") and not name.startswith(("$str", "__unnamed_")):
+            names.append(name)
+    return names
 
 
 def hasher_order(plan):

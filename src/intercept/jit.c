@@ -386,12 +386,13 @@ static void note_built(const char *call, const tc_result *r, double t)
     tc_report rep;
     tc_result_report(r, &rep);
     if (!rep.split && !rep.module_hit) /* one compile of the module, no units */
-        note("%s: built with taskcache: %u kernels, compiled whole, %.3f s", call, rep.entries,
-             t);
+        note("%s: built with taskcache: %u kernels, compiled whole, %.3f s; compiler: %s", call,
+             rep.entries, t, tc_result_compiler(r));
     else
         note("%s: built with taskcache: %u kernels, %s%u of %u units from the cache, %u "
-             "compiled, %.3f s", call, rep.entries, rep.module_hit ? "module record hit, " : "",
-             rep.unit_hits, rep.units, rep.units_compiled, t);
+             "compiled, %.3f s; compiler: %s", call, rep.entries,
+             rep.module_hit ? "module record hit, " : "", rep.unit_hits, rep.units,
+             rep.units_compiled, t, tc_result_compiler(r));
 }
 
 /* ---- modules and libraries ------------------------------------------------------------- */

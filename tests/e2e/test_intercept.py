@@ -117,6 +117,9 @@ def test_ptx_loads_become_taskcache_cubins(tmp_path, ptx, path, action):
     assert run.last_cubin() == reference(ptx, tmp_path)
     # three small kernels fit in one unit: one compile of the module, no link
     assert any("built with taskcache: 3 kernels, compiled whole" in l for l in p.log), p.log
+    # the compiler whose code the driver was given, with its release
+    assert any(re.search(r"built with taskcache: .*; compiler: (ptxas \S+ \(release "
+                         r"|nvPTXCompiler )", l) for l in p.log), p.log
     # each line names the process and when it was written, to line up with the program's clock
     when = datetime.datetime.fromisoformat(p.log[0].split()[1].rstrip(":"))
     assert p.log[0].startswith("taskcache[") and abs(when.timestamp() - time.time()) < 300, p.log

@@ -251,3 +251,17 @@ def test_unused_module_data_is_dropped_and_used_data_kept():
     assert b"unused_table" not in out and b"unused_global" not in out
     for kept in (b"used_table", b"pointed_at", b"shared_with_host", b".entry k"):
         assert kept in out
+
+
+def test_module_state_shared_by_kernels_keeps_the_module_stock():
+    """A module-scope variable left in a kernel's PTX is one object in
+    Warp's module, shared by its kernels; per kernel each would get its own.
+    String literals are the compiler's read-only constants."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from taskcache.warp import shared_module_variables
+    ptx = (b".global .align 4 .u32 counter;\n"
+           b".global .align 1 .b8 $str[3] = {104, 105, 0};\n"
+           b".global .align 1 .b8 __unnamed_1[2] = {1, 0};\n"
+           b".const .align 4 .b8 table[4] = {1, 2, 3, 4};\n"
+           b".visible .entry k()\n{\n\tret;\n}\n")
+    assert shared_module_variables(ptx) == ["counter"]
