@@ -368,6 +368,16 @@ typedef enum tc_compiler {
  * call replaces a $TASKCACHE_COMPILER that tc_options_check refuses. */
 TC_API tc_status tc_options_set_compiler(tc_options *opts, tc_compiler compiler);
 
+/* Appends the events of each build made with these options (every compile,
+ * codegen call and link, and the build itself, with their threads and
+ * times) to a trace file that Perfetto (ui.perfetto.dev) and
+ * chrome://tracing open: the Trace Event Format's JSON array, left open so
+ * that builds of many processes append to one file (each takes an
+ * exclusive flock while it writes). A file that cannot be written gives a
+ * warning in the diagnostics, never a failed build. NULL or "": none.
+ * Default: $TASKCACHE_TRACE. TC_ERR_NOMEM when out of memory. */
+TC_API tc_status tc_options_set_trace(tc_options *opts, const char *path);
+
 /* Whether the options can build: TC_ERR_INVALID, with the reason in err,
  * when $TASKCACHE_COMPILER or $TASKCACHE_UNIT_CODE held a value taskcache
  * does not know (a misspelling, an empty string) when the options were
@@ -540,6 +550,13 @@ TC_API const char *tc_result_whole_reason(const tc_result *r);
  * between them. "" when the build stopped before choosing one. Owned by
  * the result. */
 TC_API const char *tc_result_compiler(const tc_result *r);
+
+/* The slowest compiles of the build, slowest first, at most five, in words:
+ * each one's kernels (a unit's first kernel and how many more, a task's
+ * name, or the module compiled whole) and its seconds, "; " between them
+ * ("k_step (+3 more) 0.812 s; k_init 0.455 s"). "" when the build compiled
+ * nothing. Owned by the result. */
+TC_API const char *tc_result_slowest(const tc_result *r);
 
 typedef struct tc_report {
     int module_hit;          /* served from the whole-module record */

@@ -286,6 +286,8 @@ def _L():
             "tc_result_diagnostics": (ctypes.c_char_p, [P]),
             "tc_result_whole_reason": (ctypes.c_char_p, [P]),
             "tc_result_compiler": (ctypes.c_char_p, [P]),
+            "tc_result_slowest": (ctypes.c_char_p, [P]),
+            "tc_options_set_trace": (ctypes.c_int, [P, ctypes.c_char_p]),
             "tc_cache_set_remote": (ctypes.c_int, [P, ctypes.c_char_p, E]),
             "tc_result_report": (None, [P, ctypes.POINTER(_Report)]),
             "tc_result_entry_count": (ctypes.c_size_t, [P]),
@@ -407,6 +409,8 @@ class Options:
     # default, or $TASKCACHE_UNIT_CODE); True: whole-program; False: relocatable
     whole_program_units: Optional[bool] = None
     progress: Optional[Callable[[int, int], None]] = None
+    # a file the build appends its events to, for Perfetto (None: $TASKCACHE_TRACE)
+    trace: Optional[str] = None
 
     def _handle(self):
         lib = _L()
@@ -429,6 +433,9 @@ class Options:
                 lib.tc_options_set_compiler(h, codes[self.compiler])
             if self.ptxas:
                 lib.tc_options_set_ptxas(h, _c(self.ptxas, "ptxas"))
+            if self.trace is not None:
+                _check(lib.tc_options_set_trace(h, _c(os.fspath(self.trace), "trace")), None,
+                       "trace")
             if self.unit_cost is not None:
                 if not 1 <= int(self.unit_cost) <= 0xFFFFFFFF:  # c_uint would wrap -1
                     raise ValueError(f"unit_cost must be a positive count of statements, "
@@ -534,7 +541,7 @@ class Task:
 
 class Result:
     """What a build returns: image (bytes or None), entries, report,
-    diagnostics, whole_reason, compiler, tasks (host builds). The C result is freed
+    diagnostics, whole_reason, compiler, slowest, tasks (host builds). The C result is freed
     once copied."""
 
     def __init__(self, handle):
@@ -551,6 +558,8 @@ class Result:
             # "nvPTXCompiler R (in-process...)"
             self.compiler: str = (lib.tc_result_compiler(handle) or b"").decode(
                 errors="replace")
+            # the slowest compiles and their seconds, "" when none ran
+            self.slowest: str = (lib.tc_result_slowest(handle) or b"").decode(errors="replace")
             r = _Report()
             lib.tc_result_report(handle, ctypes.byref(r))
             self.report = Report(bool(r.module_hit), bool(r.split), r.entries, r.units,

@@ -194,7 +194,8 @@ class _Integration:
                  + ("module record hit" if r.group_hit else
                     f"{r.codegen_calls} generated and compiled, "
                     f"{len(plan.kernels) - r.codegen_calls} from cache")
-                 + f", {time.perf_counter() - t0:.3f} s ({result.compiler})")
+                 + f", {time.perf_counter() - t0:.3f} s ({result.compiler})"
+                 + (f"; slowest: {result.slowest}" if result.slowest else ""))
             return True
         except _StepAside as e:
             self.say_once(f"{name}: stock Warp builds it: {e}")

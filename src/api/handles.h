@@ -36,6 +36,7 @@ struct tc_options {
     char *bad_compiler_env;  /* $TASKCACHE_COMPILER when it names no compiler, until
                                 tc_options_set_compiler (tc_options_check) */
     char *bad_unit_code_env; /* the same for $TASKCACHE_UNIT_CODE */
+    char *trace;             /* tc_options_set_trace, else $TASKCACHE_TRACE, or NULL */
     tc_output output;
     int exact_whole;       /* tc_options_set_exact_whole */
     int inprocess_threads; /* tc_options_set_inprocess_threads */
@@ -80,6 +81,7 @@ struct tc_result {
     size_t image_len;
     char *whole_reason;
     char *compiler;        /* tc_result_compiler, or NULL */
+    char *slowest;         /* tc_result_slowest, or NULL */
     tc_report report;
     tc_entry_info *entries;
     size_t nentries;

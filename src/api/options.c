@@ -47,11 +47,26 @@ tc_options *tc_options_new(void)
     int u = env_choice("TASKCACHE_UNIT_CODE", unit_codes, &o->bad_unit_code_env);
     o->compiler = c < 0 ? TC_COMPILER_AUTO : (tc_compiler)c;
     o->unit_code = u < 0 ? TC_UNIT_CODE_AUTO : (tc_unit_code)u;
+    const char *trace = getenv("TASKCACHE_TRACE");
+    if (trace && *trace && !(o->trace = strdup(trace))) {
+        tc_options_free(o);
+        return NULL;
+    }
     if (o->bad_compiler_env == ENV_NOMEM || o->bad_unit_code_env == ENV_NOMEM) {
         tc_options_free(o);
         return NULL;
     }
     return o;
+}
+
+tc_status tc_options_set_trace(tc_options *o, const char *path)
+{
+    char *copy = path && *path ? strdup(path) : NULL;
+    if (path && *path && !copy)
+        return TC_ERR_NOMEM;
+    free(o->trace);
+    o->trace = copy;
+    return TC_OK;
 }
 
 tc_status tc_options_check(const tc_options *o, tc_error *err)
@@ -76,6 +91,7 @@ void tc_options_free(tc_options *o)
         free(o->copts[i]);
     free(o->copts);
     free(o->ptxas);
+    free(o->trace);
     if (o->bad_compiler_env != ENV_NOMEM)
         free(o->bad_compiler_env);
     if (o->bad_unit_code_env != ENV_NOMEM)

@@ -31,6 +31,7 @@ void tc_result_free(tc_result *r)
     tc_result_clear(r);
     tc_sb_free(&r->diag);
     free(r->compiler);
+    free(r->slowest);
     for (size_t i = 0; i < r->ntasks; i++) {
         free((char *)r->tasks[i].name);
         free((char *)r->tasks[i].key);
@@ -76,6 +77,8 @@ const char *tc_result_diagnostics(const tc_result *r) { return r->diag.data ? r-
 const char *tc_result_whole_reason(const tc_result *r) { return r->whole_reason; }
 
 const char *tc_result_compiler(const tc_result *r) { return r->compiler ? r->compiler : ""; }
+
+const char *tc_result_slowest(const tc_result *r) { return r->slowest ? r->slowest : ""; }
 
 void tc_result_report(const tc_result *r, tc_report *out) { *out = r->report; }
 

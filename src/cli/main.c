@@ -110,6 +110,10 @@ static const char usage_build[] =
     "  --no-split                  compile the module whole (debugging)\n"
     "  --max-size SIZE             cache size limit for this run (e.g. 2G, 500M; 0 = none;\n"
     "                              default $TASKCACHE_MAXSIZE, taskcache.conf, or 5G)\n"
+    "  --trace FILE                append the build's events (each compile, link) to a\n"
+    "                              trace file Perfetto and chrome://tracing open\n"
+    "                              (default $TASKCACHE_TRACE); -v names the slowest\n"
+    "                              compiles either way\n"
     "  --unit-cost N               target size of a compile unit, in PTX statements\n"
     "                              (default 500, on any machine; a small module, one\n"
     "                              unit of 1000 or 1,500 statements in all, is\n"
@@ -228,6 +232,9 @@ static int parse_build_args(int argc, char **argv, args *a, int need_output)
                 a->ptxas_verbose = 1; /* a report, not a compiler option: not in the key */
             else if ((rc = add_opt(a, v)))
                 return rc;
+        } else if ((v = cli_value_of(argc, argv, &i, "--trace", 0))) {
+            if (tc_options_set_trace(a->opts, v) != TC_OK)
+                return EXIT_FAIL;
         } else if ((v = cli_value_of(argc, argv, &i, "--max-size", 0))) {
             a->max_size = v;
         } else if ((v = cli_value_of(argc, argv, &i, "--compiler", 0))) {
@@ -388,6 +395,8 @@ static void print_build_report(const char *name, const tc_result *r)
                 !rep.split ? "" : rep.nvjitlink ? " (nvJitLink)" : " (nvlink)", rep.seconds);
     /* the compiler whose code the image holds, hit or not: its identity keyed it */
     fprintf(stderr, "%s: %s: compiler: %s\n", cli_prog, name, tc_result_compiler(r));
+    if (*tc_result_slowest(r))
+        fprintf(stderr, "%s: %s: slowest compiles: %s\n", cli_prog, name, tc_result_slowest(r));
 }
 
 static void print_explain_text(const char *name, const tc_result *r, const tc_report *rep,

@@ -136,7 +136,9 @@ static tc_status compile_whole_module(tc_ptx_job *j, const char *why, int small)
     double t = tc_now();
     tc_out_kind kind = s->o->output == TC_OUTPUT_OBJECT ? TC_OUT_OBJECT : TC_OUT_CUBIN;
     tc_session_progress_begin(s, 1);
-    int rc = tc_session_compile(s, kind, j->src, j->len, in, &output, &log, &code);
+    char label[160];
+    snprintf(label, sizeof label, "%s (whole module)", s->name);
+    int rc = tc_session_compile(s, kind, label, j->src, j->len, in, &output, &log, &code);
     tc_session_progress_step(s);
     r->report.seconds_compile = tc_now() - t;
     s->delta.v[TC_C_COMPILES]++;

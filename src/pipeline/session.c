@@ -389,9 +389,16 @@ static int compile_with(tc_session *s, tc_out_kind kind, const char *text, size_
     return rc;
 }
 
-int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
-                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code)
+void tc_session_event(tc_session *s, const char *what, const char *name, double t0)
 {
+    tc_trace_add(&s->trace, what, name, strlen(name), t0, tc_now());
+}
+
+int tc_session_compile(tc_session *s, tc_out_kind kind, const char *label, const char *text,
+                       size_t len, const char *ptx_path, tc_sb *output, tc_sb *log,
+                       int *exit_code)
+{
+    double t0 = tc_now();
     /* the options' own, then the unit's (tc_session_unit_mode) */
     const char *threads = tc_session_threads(s, kind, text, len);
     int rc = compile_with(s, kind, text, len, ptx_path, threads, output, log, exit_code);
@@ -407,6 +414,7 @@ int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t
         tc_sb_reset(log);
         rc = compile_with(s, kind, text, len, ptx_path, NULL, output, log, exit_code);
     }
+    tc_session_event(s, "compile", label, t0);
     return rc;
 }
 
@@ -425,6 +433,7 @@ tc_status tc_session_link_finish(tc_session *s, tc_link_job *lj)
     double t = tc_now();
     int rc = tc_link_finish(lj, &image, &log);
     s->r->report.seconds_link = tc_now() - t;
+    tc_session_event(s, "link", "link", t);
     tc_status st = TC_OK;
     if (rc != 0) {
         /* one diagnostic line per line of the linker's message */
@@ -552,6 +561,7 @@ int tc_session_begin(tc_session *s, tc_call call, tc_cache *cache, const tc_opti
     s->o = opts;
     s->name = name && *name ? name : "<input>";
     s->store = cache ? cache->store : NULL;
+    tc_trace_init(&s->trace);
     s->r = tc_result_new();
     if (s->r)
         tc_cache_hold(cache); /* a tc_cache_close meanwhile frees it after tc_session_finish */
@@ -568,6 +578,24 @@ static void keep_within_limit(tc_session *s, const tc_counters *after)
     tc_gc_result g;
     if (tc_store_gc(s->store, limit, -1, &g) == 0)
         tc_stats_after_gc(s->store, &g);
+}
+
+/* The slowest compiles in words, and the trace file when one was asked
+ * for (explain compiles nothing: it writes none). */
+static void finish_trace(tc_session *s)
+{
+    tc_sb slowest = TC_SB_INIT;
+    tc_trace_slowest(&s->trace, 5, &slowest);
+    if (slowest.len && !slowest.oom && !s->r->slowest)
+        s->r->slowest = tc_sb_take(&slowest, NULL);
+    tc_sb_free(&slowest);
+    if (s->o->trace && s->call != TC_CALL_EXPLAIN) {
+        tc_session_event(s, "build", s->name, s->t0);
+        if (tc_trace_write(&s->trace, s->o->trace, s->name) != 0)
+            tc_sb_printf(&s->r->diag, "taskcache: warning: cannot write the trace file %s: %s\n",
+                         s->o->trace, strerror(errno));
+    }
+    tc_trace_free(&s->trace);
 }
 
 tc_result *tc_session_finish(tc_session *s, tc_status st)
@@ -605,6 +633,7 @@ tc_result *tc_session_finish(tc_session *s, tc_status st)
     }
     if (s->compiler_desc[0] && !r->compiler)
         r->compiler = strdup(s->compiler_desc); /* NULL when out of memory: "" then */
+    finish_trace(s);
     pthread_mutex_destroy(&s->delta_lock);
     pthread_mutex_destroy(&s->progress_lock);
     tc_scratch_remove(s->scratch, s->scratch_lock);

@@ -17,6 +17,7 @@
 #include "key/key.h"
 #include "link/link.h"
 #include "store/stats.h"
+#include "pipeline/trace.h"
 #include "toolchain/toolchain.h"
 
 /* What the session is for: it decides what the statistics count. */
@@ -58,6 +59,7 @@ typedef struct tc_session {
     unsigned progress_done, progress_total; /* tc_session_progress_*, under progress_lock,
                                                which serializes the host's calls */
     pthread_mutex_t progress_lock;
+    tc_trace trace;            /* where the call's time went (trace.h) */
     char *scratch;             /* private temporary directory, made on first use */
     int scratch_lock;          /* held while it exists (util/scratch.h) */
 } tc_session;
@@ -134,9 +136,15 @@ const char *tc_session_unit_mode(const tc_session *s, tc_out_kind kind, const ch
 
 /* Compiles text (written at ptx_path first for ptxas) with the chosen
  * backend; fills output, log (both empty on entry) and exit code. 0, or
- * -1 (errno) when the compiler could not run. */
-int tc_session_compile(tc_session *s, tc_out_kind kind, const char *text, size_t len,
-                       const char *ptx_path, tc_sb *output, tc_sb *log, int *exit_code);
+ * -1 (errno) when the compiler could not run. label names what it
+ * compiles in the build's trace (its kernels, a task). */
+int tc_session_compile(tc_session *s, tc_out_kind kind, const char *label, const char *text,
+                       size_t len, const char *ptx_path, tc_sb *output, tc_sb *log,
+                       int *exit_code);
+
+/* Records an event of the build (trace.h): what ("codegen", "link"), its
+ * name, when it started (tc_now()); it ends now. */
+void tc_session_event(tc_session *s, const char *what, const char *name, double t0);
 /* Links the objects of n units, in order, into the result's image;
  * unit(ctx, i) gives the i-th. Failures become diagnostics. */
 tc_status tc_session_link(tc_session *s, tc_unit_at_fn unit, void *ctx, size_t n);

@@ -230,6 +230,22 @@ static void expect_hits(tc_ptx_job *j)
  * dead one releases the lease at once). */
 #define LEASE_WAIT_SECONDS 300.0
 
+/* What the trace calls a unit: its first kernel, and how many more. */
+static void unit_label(const tc_ptx_job *j, const tc_split_unit *x, char *buf, size_t n)
+{
+    if (x->is_module_data || !x->count) {
+        snprintf(buf, n, "module data");
+        return;
+    }
+    const tc_ptx_stmt *st = tc_slicer_entry(j->slicer, x->first);
+    const tc_ptx_sym *sym = st && st->sym >= 0 ? &j->m.syms[st->sym] : NULL;
+    int len = sym ? (int)(sym->len < 120 ? sym->len : 120) : 1;
+    if (x->count > 1)
+        snprintf(buf, n, "%.*s (+%u more)", len, sym ? sym->name : "?", x->count - 1);
+    else
+        snprintf(buf, n, "%.*s", len, sym ? sym->name : "?");
+}
+
 /* Compiles the unit's text as kind; for ptxas, from a scratch file
  * written here and removed once compiled, so that the scratch directory
  * holds the units being compiled, not all of them. */
@@ -251,7 +267,9 @@ static void compile_text(tc_ptx_job *j, tc_split_unit *x, tc_out_kind kind, cons
         u->exit_code = -1;
         return;
     }
-    if (tc_session_compile(s, kind, text->data, text->len, x->path, &u->object, &u->log,
+    char label[160];
+    unit_label(j, x, label, sizeof label);
+    if (tc_session_compile(s, kind, label, text->data, text->len, x->path, &u->object, &u->log,
                            &u->exit_code) != 0) {
         u->spawn_failed = errno ? errno : EIO;
         u->exit_code = -1;

@@ -287,7 +287,9 @@ static void run_codegen(tc_taskset *t, size_t i, tc_task_unit *x)
         pthread_mutex_lock(call_turn);
     const tc_taskset *outer = in_codegen;
     in_codegen = t;
+    double t0 = tc_now();
     t->host->codegen(t->host->user, i, &t->tasks[i], &x->gen);
+    tc_session_event(t->s, "codegen", x->name, t0);
     in_codegen = outer;
     if (host_turn)
         tc_serial_unlock(host_turn);
@@ -433,8 +435,9 @@ static void generate_and_compile_task(tc_taskset *t, size_t i)
     snprintf(name, sizeof name, "task%zu.ptx", i);
     char *path = s->in_process ? NULL : tc_path_join(s->scratch, name);
     if ((!s->in_process && (!path || tc_write_file(path, x->gen.ptx.data, x->gen.ptx.len) != 0)) ||
-        tc_session_compile(s, task_kind(s, x->gen.ptx.data, x->gen.ptx.len), x->gen.ptx.data,
-                           x->gen.ptx.len, path, &u->object, &u->log, &u->exit_code) != 0) {
+        tc_session_compile(s, task_kind(s, x->gen.ptx.data, x->gen.ptx.len), x->name,
+                           x->gen.ptx.data, x->gen.ptx.len, path, &u->object, &u->log,
+                           &u->exit_code) != 0) {
         tc_sb_printf(&u->log, "%s: error: cannot run the compiler: %s\n", x->name,
                      strerror(errno ? errno : EIO));
         x->failed = 1;

@@ -96,7 +96,7 @@ int tc_read_file(const char *path, int nofollow, char **data, size_t *len)
     return rc;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int tc_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
     while (len) {
@@ -117,7 +117,7 @@ int tc_write_file(const char *path, const void *data, size_t len)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -1;
-    if (write_all(fd, data, len) != 0) {
+    if (tc_write_all(fd, data, len) != 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -145,7 +145,7 @@ int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
         return -1;
     int rc = exact_mode ? fchmod(fd, mode) : 0;
     if (rc == 0)
-        rc = write_all(fd, data, len);
+        rc = tc_write_all(fd, data, len);
     int e = errno;
     if (close(fd) != 0 && rc == 0) {
         rc = -1;
@@ -200,7 +200,7 @@ static int write_in_place(const char *path, int create, const void *data, size_t
     int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
     if (fd < 0)
         return -1;
-    int rc = write_all(fd, data, len);
+    int rc = tc_write_all(fd, data, len);
     int e = errno;
     if (close(fd) != 0 && rc == 0) {
         rc = -1;

@@ -43,6 +43,10 @@ int tc_write_atomic_at(int dirfd, const char *name, const void *data, size_t len
  * bytes already only gets the current time. 0, or -1 with errno. */
 int tc_write_output(const char *path, const void *data, size_t len);
 
+/* Writes all of data to the descriptor (retrying short writes and EINTR).
+ * 0, or -1 with errno. */
+int tc_write_all(int fd, const void *data, size_t len);
+
 /* Writes data to path directly (for private scratch files). */
 int tc_write_file(const char *path, const void *data, size_t len);
 

@@ -117,3 +117,18 @@ char *tc_sb_take(tc_sb *sb, size_t *len)
     sb->len = sb->cap = 0;
     return p;
 }
+
+void tc_sb_json_string(tc_sb *sb, const char *s, size_t n)
+{
+    tc_sb_putc(sb, '"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            tc_sb_printf(sb, "\\%c", c);
+        else if (c < 0x20)
+            tc_sb_printf(sb, "\\u%04x", c);
+        else
+            tc_sb_putc(sb, (char)c);
+    }
+    tc_sb_putc(sb, '"');
+}

@@ -28,6 +28,8 @@ void tc_sb_printf(tc_sb *sb, const char *fmt, ...)
 void tc_sb_vprintf(tc_sb *sb, const char *fmt, va_list ap);
 /* Little-endian fixed-width integers and length-prefixed blobs, used by the
  * record encoder. */
+/* Appends s[0..n) as a JSON string, quotes included. */
+void tc_sb_json_string(tc_sb *sb, const char *s, size_t n);
 void tc_sb_put_u32(tc_sb *sb, uint32_t v);
 void tc_sb_put_u64(tc_sb *sb, uint64_t v);
 void tc_sb_put_blob(tc_sb *sb, const void *p, size_t n);

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tchelp import ARCH, PER_KERNEL, TASKCACHE, build, run, slow_ptxas, stats, tc
+from tchelp import ARCH, PER_KERNEL, ROOT, TASKCACHE, build, run, slow_ptxas, stats, tc
 
 SIMPLE = """.version 8.0
 .target sm_90
@@ -332,3 +332,29 @@ def test_a_long_build_shows_its_progress_on_a_terminal(simple, tmp_path):
     assert "compiled" not in on_a_terminal(args + ["--cache-dir", tmp_path / "b", "-q"])
     p = run(args + ["--cache-dir", tmp_path / "c"])
     assert "compiled" not in p.stderr and "\x1b" not in p.stderr
+
+
+def test_trace_file_shows_every_compile_and_appends(tmp_path):
+    """--trace appends the build's events in the Trace Event Format (the
+    JSON array, left open, which Perfetto reads): one per unit compiled,
+    named by its kernels, the link, the build; a second build appends to
+    the same file; -v names the slowest compiles."""
+    import json
+    ptx = str(ROOT / "examples" / "physics_step.ptx")
+    trace = tmp_path / "trace.json"
+    p = build(ptx, tmp_path / "o.cubin", str(tmp_path / "cache"), "-v", "--trace", trace)
+    slowest = next(l for l in p.stderr.splitlines() if "slowest compiles: " in l)
+    events = json.loads(trace.read_text() + "]")
+    compiles = [e for e in events if e["cat"] == "compile"]
+    units = int(re.search(r"in (\d+) units", p.stderr).group(1))
+    assert len(compiles) == units
+    assert all(e["ph"] == "X" and e["dur"] > 0 and e["pid"] and e["tid"] for e in events)
+    assert {e["cat"] for e in events} == {"compile", "link", "build"}
+    assert compiles[0]["name"].startswith("step_") and "build" in compiles[0]["args"]
+    longest = max(compiles, key=lambda e: e["dur"])
+    assert slowest.split("slowest compiles: ")[1].startswith(longest["name"] + " ")
+    # a warm build compiles nothing: its build event alone, appended
+    p = build(ptx, tmp_path / "o.cubin", str(tmp_path / "cache"), "-v", "--trace", trace)
+    assert "slowest compiles" not in p.stderr
+    again = json.loads(trace.read_text() + "]")
+    assert again[:len(events)] == events and [e["cat"] for e in again[len(events):]] == ["build"]

@@ -341,3 +341,18 @@ def test_tasks_compile_as_whole_programs_where_that_links_safely(cache, tmp_path
     whole = sorted(l.rsplit("/", 1)[-1] for l in calls if "--extensible-whole-program" in l)
     assert whole == ["task0.ptx", "task1.ptx", "task3.ptx"], calls
     assert sum("--compile-only" in l for l in calls) == 2, calls
+
+
+def test_a_task_build_traces_each_codegen_and_compile(cache, tmp_path):
+    """Options(trace=...): a codegen and a compile event per generated task,
+    named by the task; Result.slowest names the slowest compiles."""
+    import json
+    trace = tmp_path / "trace.json"
+    names = ["t0", "t1", "t2"]
+    r = cache.build_tasks([tc.Task(n, n.encode()) for n in names],
+                          lambda i, t: task_ptx(t.name, i), tc.Options(arch="sm_90", trace=trace),
+                          version="trace")
+    events = json.loads(trace.read_text() + "]")
+    for cat in ("codegen", "compile"):
+        assert sorted(e["name"] for e in events if e["cat"] == cat) == names
+    assert r.slowest.split(" ")[0] in names and r.slowest.count(" s") == 3
