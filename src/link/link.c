@@ -546,9 +546,10 @@ static int nvlink_beside(const char *ptxas, char *buf, size_t cap)
     return access(buf, X_OK) == 0 ? 0 : -1;
 }
 
-/* <dir>/libnvJitLink.so, else the first <dir>/libnvJitLink.so.N: NVIDIA's
- * nvidia-nvjitlink wheel ships only libnvJitLink.so.13 (beside the ptxas of
- * its nvidia-cuda-nvcc wheel, nvidia/cu13/bin). */
+/* <dir>/libnvJitLink.so, else the newest <dir>/libnvJitLink.so.N (by
+ * version, not the directory's order): NVIDIA's nvidia-nvjitlink wheel
+ * ships only libnvJitLink.so.13 (beside the ptxas of its nvidia-cuda-nvcc
+ * wheel, nvidia/cu13/bin). */
 static int nvjitlink_in(const char *dir, tc_store *memo, int keyed, tc_linker *out)
 {
     char cand[TC_PATH_MAX + 384]; /* dir (below TC_PATH_MAX + 64), '/', a file name */
@@ -557,16 +558,17 @@ static int nvjitlink_in(const char *dir, tc_store *memo, int keyed, tc_linker *o
         return 0;
     DIR *d = opendir(dir);
     struct dirent *e;
-    int rc = -1;
-    while (d && rc != 0 && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "libnvJitLink.so.", 16) || !isdigit((unsigned char)e->d_name[16]))
-            continue;
-        snprintf(cand, sizeof cand, "%s/%s", dir, e->d_name);
-        rc = library_identity(cand, memo, keyed, out);
-    }
+    char best[256] = "";
+    while (d && (e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, "libnvJitLink.so.", 16) && isdigit((unsigned char)e->d_name[16]) &&
+            strlen(e->d_name) < sizeof best && strverscmp(e->d_name, best) > 0)
+            snprintf(best, sizeof best, "%s", e->d_name);
     if (d)
         closedir(d);
-    return rc;
+    if (!best[0])
+        return -1;
+    snprintf(cand, sizeof cand, "%s/%s", dir, best);
+    return library_identity(cand, memo, keyed, out);
 }
 
 /* <toolkit>/bin/ptxas -> <toolkit>/lib64/libnvJitLink.so (or lib, targets/...) */

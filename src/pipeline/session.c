@@ -141,7 +141,7 @@ static tc_status find_compiler(tc_session *s, int *have_ptxas)
         s->ptxas[0] = '\0';
     if (named && !*have_ptxas && o->compiler != TC_COMPILER_INPROCESS)
         return tc_session_fail(s, TC_ERR_TOOLCHAIN, "cannot run the ptxas named: %s",
-                               o->ptxas ? o->ptxas : getenv("TASKCACHE_PTXAS"));
+                               o->ptxas && *o->ptxas ? o->ptxas : getenv("TASKCACHE_PTXAS"));
     if (!*have_ptxas && o->compiler != TC_COMPILER_INPROCESS &&
         !(o->compiler == TC_COMPILER_AUTO && tc_nvptx_available()))
         return tc_session_fail(s, TC_ERR_TOOLCHAIN,

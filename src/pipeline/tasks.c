@@ -309,10 +309,11 @@ static int cancelled(void *ctx)
  * object's tables move it; src/ptx/slice.c, whole-program units), texture
  * and surface references, calls through a register (their targets'
  * calling sequence: ../shared/repro/ewp_fnptr.cu), declarations of
- * symbols another object defines, and functions or variables it shares
- * with the others (a whole program keeps them to itself, so a symbol two
- * tasks define would no longer fail the link). Kernels alone may be
- * visible. A needle in a comment only costs registers. */
+ * symbols another object defines, functions or variables it shares with
+ * the others (a whole program keeps them to itself, so a symbol two tasks
+ * define would no longer fail the link), and function addresses it hands
+ * out. Kernels alone may be visible. A needle in a comment only costs
+ * registers. */
 static const char *const not_whole_program[] = {
     ".const", ".tex", ".surf", ".sampler", ".callprototype", ".calltargets", ".weak",
     ".common",
@@ -336,37 +337,86 @@ static int starts(const char *p, const char *end, const char *word)
     return (size_t)(end - p) >= n && !memcmp(p, word, n);
 }
 
-/* Whether an .extern declaration at p names what another object defines
- * (dynamic .shared memory and system calls are nobody's). */
-static int extern_of_another(const char *p, const char *end)
+static int is_name_char(char c)
 {
-    p = skip_space(p + 7, end);
-    if (starts(p, end, ".shared"))
-        return 0;
-    if (!starts(p, end, ".func"))
-        return 1;
+    return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '%' || c == '.';
+}
+
+/* The name of the function a .func at p declares: *len bytes at the
+ * result (0 when there is none). */
+static const char *func_name(const char *p, const char *end, size_t *len)
+{
     p = skip_space(p + 5, end);
     if (p < end && *p == '(') { /* the return parameter */
         const char *close = memchr(p, ')', (size_t)(end - p));
-        if (!close)
-            return 1;
-        p = skip_space(close + 1, end);
+        p = close ? skip_space(close + 1, end) : end;
     }
     const char *name = p;
-    while (p < end && (isalnum((unsigned char)*p) || *p == '_' || *p == '$'))
+    while (p < end && is_name_char(*p))
         p++;
+    *len = (size_t)(p - name);
+    return name;
+}
+
+/* Whether an .extern declaration at p names what another object defines:
+ * dynamic .shared memory (an array of no size) and system calls are
+ * nobody's. */
+static int extern_of_another(const char *p, const char *end)
+{
+    p = skip_space(p + 7, end);
+    if (starts(p, end, ".shared")) {
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        return !semi || !memmem(p, (size_t)(semi - p), "[]", 2);
+    }
+    if (!starts(p, end, ".func"))
+        return 1;
+    size_t n;
+    const char *name = func_name(p, end, &n);
     for (size_t i = 0; i < sizeof system_calls / sizeof system_calls[0]; i++)
-        if ((size_t)(p - name) == strlen(system_calls[i]) &&
-            !memcmp(name, system_calls[i], (size_t)(p - name)))
+        if (n == strlen(system_calls[i]) && !memcmp(name, system_calls[i], n))
             return 0;
     return 1;
 }
 
+/* Whether the text takes the address of a function it declares: a use of
+ * its name other than its declarations and call targets (a call's target
+ * stands after "call" on its line, or alone on its own, as NVRTC and nvcc
+ * write it). Such an address, stored and called through elsewhere, is
+ * what -ewp code must not be trusted with (../shared/repro/ewp_fnptr.cu). */
+static int takes_function_address(const char *ptx, const char *end)
+{
+    for (const char *f = ptx; (f = memmem(f, (size_t)(end - f), ".func", 5)) != NULL; f += 5) {
+        size_t n;
+        const char *name = func_name(f, end, &n);
+        if (!n)
+            continue;
+        for (const char *u = ptx; (u = memmem(u, (size_t)(end - u), name, n)) != NULL; u += n) {
+            if ((u > ptx && is_name_char(u[-1])) || (u + n < end && is_name_char(u[n])))
+                continue; /* part of a longer name */
+            const char *line = u, *eol = memchr(u, '\n', (size_t)(end - u));
+            while (line > ptx && line[-1] != '\n')
+                line--;
+            line = skip_space(line, u);
+            eol = eol ? eol : end;
+            const char *after = skip_space(u + n, eol);
+            int declaration = memmem(line, (size_t)(u - line), ".func", 5) != NULL;
+            int call = starts(line, u, "call") ||
+                       (line == u && (after == eol || *after == ',' || *after == ';'));
+            if (!declaration && !call)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Whether the text shares a symbol with other objects: declares one that
- * another defines, or makes anything but a kernel visible. */
+ * another defines, makes anything but a kernel visible, or hands out a
+ * function's address. */
 static int shares_symbols(const char *ptx, size_t len)
 {
     const char *p = ptx, *end = ptx + len;
+    if (takes_function_address(ptx, end))
+        return 1;
     while ((p = memmem(p, (size_t)(end - p), ".extern", 7)) != NULL) {
         if (extern_of_another(p, end))
             return 1;
@@ -402,7 +452,9 @@ const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n)
 {
     char mode[96];
     int whole = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
-    snprintf(buf, n, "%s", whole ? "whole programs where safe: " : "relocatable: ");
+    /* the rules of task_kind, numbered: records of other rules are not this
+     * build's (a text judged safe before may not be now) */
+    snprintf(buf, n, "%s", whole ? "whole programs where safe (rules 2): " : "relocatable: ");
     size_t used = strlen(buf);
     snprintf(buf + used, n - used, "%s",
              tc_session_unit_mode(s, whole ? TC_OUT_EWP : TC_OUT_OBJECT, "", 0, mode,

@@ -36,8 +36,11 @@ void tc_trace_add(tc_trace *t, const char *what, const char *name, size_t len, d
     e.t0 = t0;
     e.t1 = t1;
     e.tid = (long)syscall(SYS_gettid); /* gettid() itself came with glibc 2.30 */
-    if (len >= sizeof e.name)
+    if (len >= sizeof e.name) { /* cut before a UTF-8 continuation byte, not inside */
         len = sizeof e.name - 1;
+        while (len && ((unsigned char)name[len] & 0xC0) == 0x80)
+            len--;
+    }
     memcpy(e.name, name, len);
     e.name[len] = '\0';
     pthread_mutex_lock(&t->lock);

@@ -118,17 +118,37 @@ char *tc_sb_take(tc_sb *sb, size_t *len)
     return p;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    /* no overlong forms, no surrogates, nothing past U+10FFFF */
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) ||
+        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))
+        return 0;
+    return len;
+}
+
 void tc_sb_json_string(tc_sb *sb, const char *s, size_t n)
 {
     tc_sb_putc(sb, '"');
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
+        size_t k = c >= 0x80 ? utf8_len((const unsigned char *)s + i, n - i) : 1;
         if (c == '"' || c == '\\')
             tc_sb_printf(sb, "\\%c", c);
         else if (c < 0x20)
             tc_sb_printf(sb, "\\u%04x", c);
+        else if (k == 0) /* not UTF-8 (a file name's bytes): JSON must be */
+            tc_sb_puts(sb, "\\ufffd");
         else
-            tc_sb_putc(sb, (char)c);
+            tc_sb_append(sb, s + i, k);
+        i += k ? k : 1;
     }
     tc_sb_putc(sb, '"');
 }

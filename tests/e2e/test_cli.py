@@ -358,3 +358,18 @@ def test_trace_file_shows_every_compile_and_appends(tmp_path):
     assert "slowest compiles" not in p.stderr
     again = json.loads(trace.read_text() + "]")
     assert again[:len(events)] == events and [e["cat"] for e in again[len(events):]] == ["build"]
+
+
+def test_trace_file_stays_json_whatever_the_input_is_called(tmp_path):
+    """A name cut to fit an event, or bytes that are not UTF-8 (a file
+    name's), must not spoil a trace file that many builds share."""
+    import json
+    import shutil
+    trace = tmp_path / "trace.json"
+    src = ROOT / "examples" / "physics_step.ptx"
+    for name in ("é" * 80 + ".ptx", os.fsdecode(b"k\xff.ptx")):
+        shutil.copy(src, tmp_path / name)
+        build(str(tmp_path / name), tmp_path / "o.cubin", None, "--trace", trace)
+    events = json.loads(trace.read_bytes().decode("utf-8") + "]")
+    assert {e["args"]["build"].endswith(".ptx") for e in events} == {True}
+    assert any(e["name"].endswith("/k\ufffd.ptx") for e in events if e["cat"] == "build")

@@ -327,7 +327,20 @@ def test_tasks_compile_as_whole_programs_where_that_links_safely(cache, tmp_path
         ".visible .entry D")
     other = task_ptx("E", 5).replace(".visible .entry E",
                                      ".extern .func (.param .b32 r) helper ();\n.visible .entry E")
-    texts = {"A": task_ptx("A", 1), "B": task_ptx("B", 2), "C": const, "D": printf, "E": other}
+    # a function whose address a task takes (to store it: another task may
+    # call through it) keeps it relocatable; one it calls stays whole
+    helper = (".func (.param .b32 r) helper ()\n{\n .reg .b32 %r<2>;\n mov.u32 %r1, 6;\n"
+              " st.param.b32 [r], %r1;\n ret;\n}\n")
+    address = task_ptx("F", 6).replace(".visible .entry F", helper + ".visible .entry F") \
+        .replace("st.global.u32 [%rd1], %r1;", "mov.u64 %rd2, helper;\n st.global.u64 [%rd1], %rd2;")
+    called = task_ptx("G", 7).replace(".visible .entry G", helper + ".visible .entry G") \
+        .replace("mov.u32 %r1, 7;", "{ .param .b32 r;\n call.uni (r),\n helper,\n ();\n"
+                                    " ld.param.b32 %r1, [r]; }")
+    # dynamic shared memory (an array of no size) is nobody's
+    dynamic = task_ptx("H", 9).replace(".visible .entry H", ".extern .shared .align 16 .b8 dyn[];"
+                                       "\n.visible .entry H")
+    texts = {"A": task_ptx("A", 1), "B": task_ptx("B", 2), "C": const, "D": printf, "E": other,
+             "F": address, "G": called, "H": dynamic}
     r = cache.build_tasks([tc.Task(n, n.encode()) for n in texts], lambda i, t: texts[t.name],
                           tc.Options(arch="sm_90", compiler="ptxas", ptxas=str(wrapper)),
                           version="modes")
@@ -336,11 +349,12 @@ def test_tasks_compile_as_whole_programs_where_that_links_safely(cache, tmp_path
     if not r.report.nvjitlink:
         assert all("--compile-only" in l for l in calls)
         return
-    # task i is compiled from taskI.ptx: the kernels alone (A, B) and the one
-    # beside printf's declaration (D) as whole programs, C and E relocatable
+    # task i is compiled from taskI.ptx: the kernels alone (A, B), the one
+    # beside printf's declaration (D) and the one calling a helper (G) as
+    # whole programs, and H with dynamic shared memory; C, E and F relocatable
     whole = sorted(l.rsplit("/", 1)[-1] for l in calls if "--extensible-whole-program" in l)
-    assert whole == ["task0.ptx", "task1.ptx", "task3.ptx"], calls
-    assert sum("--compile-only" in l for l in calls) == 2, calls
+    assert whole == ["task0.ptx", "task1.ptx", "task3.ptx", "task6.ptx", "task7.ptx"], calls
+    assert sum("--compile-only" in l for l in calls) == 3, calls
 
 
 def test_a_task_build_traces_each_codegen_and_compile(cache, tmp_path):
