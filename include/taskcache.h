@@ -750,10 +750,11 @@ typedef struct tc_host {
  * the code a whole-module build gives them) where whole-program units link
  * (libnvJitLink, see tc_unit_code), unless it holds what such code cannot
  * carry into a link: .const data, texture or surface references, calls
- * through a register, .weak or .common symbols, .extern declarations other
- * than system calls (vprintf, malloc, free, __assertfail) and dynamic
- * .shared memory, or anything but kernels made .visible; those tasks are
- * compiled relocatable (-c). Which applies is part of every task key.
+ * through a register, a function's address taken, .weak or .common
+ * symbols, .extern declarations other than system calls (vprintf, malloc,
+ * free, __assertfail) and dynamic .shared memory, or anything but kernels
+ * made .visible; those tasks are compiled relocatable (-c). Which rules
+ * apply is part of every task key.
  * Thread-safe. */
 TC_API tc_status tc_build_tasks(tc_cache *cache, const tc_options *opts, const tc_host *host,
                                 const tc_task *tasks, size_t ntasks, tc_result **out);
