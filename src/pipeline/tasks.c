@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include "pipeline/tasks.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,7 +227,68 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(((const tc_entry_info *)a)->name, ((const tc_entry_info *)b)->name);
 }
 
-/* The kernels of a task's PTX, name order, with their metadata. */
+/* The functions a PTX text may declare .extern without another object
+ * defining them: the device runtime's system calls, which the compiler
+ * itself resolves (printf in Warp's deterministic mode, assert, malloc). */
+static const char *const system_calls[] = {"vprintf", "malloc", "free", "__assertfail"};
+
+/* Whether an .extern declaration names nothing another object defines:
+ * a system call, or dynamic .shared memory (an array of no size). */
+static int extern_is_nobodys(const tc_ptx_module *m, const tc_ptx_stmt *st)
+{
+    if (st->sym < 0)
+        return 0;
+    const tc_ptx_sym *y = &m->syms[st->sym];
+    if (st->kind == TC_STMT_VAR)
+        return st->space == TC_SPACE_SHARED &&
+               memmem(m->src + st->start, st->end - st->start, "[]", 2) != NULL;
+    for (size_t i = 0; i < sizeof system_calls / sizeof system_calls[0]; i++)
+        if (y->len == strlen(system_calls[i]) && !memcmp(y->name, system_calls[i], y->len))
+            return 1;
+    return 0;
+}
+
+/* Whether a task's parsed text can be compiled as a whole program (ptxas
+ * -ewp) and linked with other objects. Not when it holds what such code
+ * cannot carry into a link: .const data or texture, surface and sampler
+ * references (read at fixed offsets with no relocation: another object's
+ * data moves them; src/ptx/slice.c, whole-program units), calls through a
+ * register or a function's address taken (../shared/repro/ewp_fnptr.cu),
+ * declarations of what another object defines, or symbols it shares with
+ * the others (a whole program keeps them to itself, so a symbol two tasks
+ * define would no longer fail the link): only kernels may be visible. Nor
+ * when the parser was unsure of the text (m->whole_reason). */
+static int whole_program_safe(const tc_ptx_module *m)
+{
+    if (m->whole_reason[0])
+        return 0;
+    for (size_t i = 0; i < m->nstmts; i++) {
+        const tc_ptx_stmt *st = &m->stmts[i];
+        if (st->own_const || st->indirect_call)
+            return 0;
+        if (st->kind != TC_STMT_VAR && st->kind != TC_STMT_FUNC)
+            continue;
+        if (st->linkage == TC_LINK_WEAK || st->linkage == TC_LINK_COMMON ||
+            (st->linkage == TC_LINK_VISIBLE && !st->is_entry) ||
+            (st->linkage == TC_LINK_EXTERN && !extern_is_nobodys(m, st)))
+            return 0;
+        if (st->kind == TC_STMT_VAR && st->space == TC_SPACE_CONST)
+            return 0;
+    }
+    /* textures, surfaces and samplers, wherever declared (module scope,
+     * kernel parameters, .tex space) */
+    static const char *const handles[] = {".tex", ".surf", ".sampler"};
+    for (size_t i = 0; i < sizeof handles / sizeof handles[0]; i++)
+        if (memmem(m->src, m->len, handles[i], strlen(handles[i])))
+            return 0;
+    for (size_t i = 0; i < m->nrefs; i++)
+        if ((m->refs[i].how & TC_REF_USE) && m->syms[m->refs[i].sym].kind == TC_SYM_FUNC)
+            return 0;
+    return 1;
+}
+
+/* The kernels of a task's PTX, name order, with their metadata; and
+ * whether it may compile as a whole program (one parse for both). */
 static int task_entries(tc_task_unit *x, tc_sb *diag)
 {
     tc_ptx_module m;
@@ -240,6 +300,7 @@ static int task_entries(tc_task_unit *x, tc_sb *diag)
     }
     tc_unit *u = &x->u;
     int rc = 0;
+    x->whole_program_safe = whole_program_safe(&m);
     u->entries = calloc(m.nentries ? m.nentries : 1, sizeof *u->entries);
     for (size_t i = 0; u->entries && i < m.nsyms && rc == 0; i++) {
         const tc_ptx_sym *y = &m.syms[i];
@@ -304,148 +365,17 @@ static int cancelled(void *ctx)
     return __atomic_load_n(&t->cancelled, __ATOMIC_RELAXED) || tc_options_cancelled(t->s->o);
 }
 
-/* What ptxas -ewp code cannot carry into a link with other objects:
- * .const data (read at fixed bank-3 offsets, with no relocation: another
- * object's tables move it; src/ptx/slice.c, whole-program units), texture
- * and surface references, calls through a register (their targets'
- * calling sequence: ../shared/repro/ewp_fnptr.cu), declarations of
- * symbols another object defines, functions or variables it shares with
- * the others (a whole program keeps them to itself, so a symbol two tasks
- * define would no longer fail the link), and function addresses it hands
- * out. Kernels alone may be visible. A needle in a comment only costs
- * registers. */
-static const char *const not_whole_program[] = {
-    ".const", ".tex", ".surf", ".sampler", ".callprototype", ".calltargets", ".weak",
-    ".common",
-};
-
-/* The functions a PTX text may declare .extern without another object
- * defining them: the device runtime's system calls, which the compiler
- * itself resolves (printf in Warp's deterministic mode, assert, malloc). */
-static const char *const system_calls[] = {"vprintf", "malloc", "free", "__assertfail"};
-
-static const char *skip_space(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-        p++;
-    return p;
-}
-
-static int starts(const char *p, const char *end, const char *word)
-{
-    size_t n = strlen(word);
-    return (size_t)(end - p) >= n && !memcmp(p, word, n);
-}
-
-static int is_name_char(char c)
-{
-    return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '%' || c == '.';
-}
-
-/* The name of the function a .func at p declares: *len bytes at the
- * result (0 when there is none). */
-static const char *func_name(const char *p, const char *end, size_t *len)
-{
-    p = skip_space(p + 5, end);
-    if (p < end && *p == '(') { /* the return parameter */
-        const char *close = memchr(p, ')', (size_t)(end - p));
-        p = close ? skip_space(close + 1, end) : end;
-    }
-    const char *name = p;
-    while (p < end && is_name_char(*p))
-        p++;
-    *len = (size_t)(p - name);
-    return name;
-}
-
-/* Whether an .extern declaration at p names what another object defines:
- * dynamic .shared memory (an array of no size) and system calls are
- * nobody's. */
-static int extern_of_another(const char *p, const char *end)
-{
-    p = skip_space(p + 7, end);
-    if (starts(p, end, ".shared")) {
-        const char *semi = memchr(p, ';', (size_t)(end - p));
-        return !semi || !memmem(p, (size_t)(semi - p), "[]", 2);
-    }
-    if (!starts(p, end, ".func"))
-        return 1;
-    size_t n;
-    const char *name = func_name(p, end, &n);
-    for (size_t i = 0; i < sizeof system_calls / sizeof system_calls[0]; i++)
-        if (n == strlen(system_calls[i]) && !memcmp(name, system_calls[i], n))
-            return 0;
-    return 1;
-}
-
-/* Whether the text takes the address of a function it declares: a use of
- * its name other than its declarations and call targets (a call's target
- * stands after "call" on its line, or alone on its own, as NVRTC and nvcc
- * write it). Such an address, stored and called through elsewhere, is
- * what -ewp code must not be trusted with (../shared/repro/ewp_fnptr.cu). */
-static int takes_function_address(const char *ptx, const char *end)
-{
-    for (const char *f = ptx; (f = memmem(f, (size_t)(end - f), ".func", 5)) != NULL; f += 5) {
-        size_t n;
-        const char *name = func_name(f, end, &n);
-        if (!n)
-            continue;
-        for (const char *u = ptx; (u = memmem(u, (size_t)(end - u), name, n)) != NULL; u += n) {
-            if ((u > ptx && is_name_char(u[-1])) || (u + n < end && is_name_char(u[n])))
-                continue; /* part of a longer name */
-            const char *line = u, *eol = memchr(u, '\n', (size_t)(end - u));
-            while (line > ptx && line[-1] != '\n')
-                line--;
-            line = skip_space(line, u);
-            eol = eol ? eol : end;
-            const char *after = skip_space(u + n, eol);
-            int declaration = memmem(line, (size_t)(u - line), ".func", 5) != NULL;
-            int call = starts(line, u, "call") ||
-                       (line == u && (after == eol || *after == ',' || *after == ';'));
-            if (!declaration && !call)
-                return 1;
-        }
-    }
-    return 0;
-}
-
-/* Whether the text shares a symbol with other objects: declares one that
- * another defines, makes anything but a kernel visible, or hands out a
- * function's address. */
-static int shares_symbols(const char *ptx, size_t len)
-{
-    const char *p = ptx, *end = ptx + len;
-    if (takes_function_address(ptx, end))
-        return 1;
-    while ((p = memmem(p, (size_t)(end - p), ".extern", 7)) != NULL) {
-        if (extern_of_another(p, end))
-            return 1;
-        p += 7;
-    }
-    p = ptx;
-    while ((p = memmem(p, (size_t)(end - p), ".visible", 8)) != NULL) {
-        p = skip_space(p + 8, end);
-        if (!starts(p, end, ".entry"))
-            return 1;
-    }
-    return 0;
-}
-
 /* How a task's text is compiled: as a whole program (ptxas -ewp) where
- * whole-program units link (libnvJitLink), so that its kernels get the
- * code a whole-module build gives them (Warp's per-kernel PTX compiled
- * relocatable took 2 to 6 registers more than in Warp's own module, or 3
- * fewer), unless it holds one of the above: then relocatable (-c). The
- * choice follows from the text, so the key (which names only that
- * whole programs are allowed: tc_taskset_mode) still names one image. */
-static tc_out_kind task_kind(const tc_session *s, const char *ptx, size_t len)
+ * whole-program units link (libnvJitLink) and whole_program_safe, so that
+ * its kernels get the code a whole-module build gives them (Warp's
+ * per-kernel PTX compiled relocatable took 2 to 6 registers more than in
+ * Warp's own module, or 3 fewer), else relocatable (-c). The choice follows
+ * from the text, so the key (which names only the rules: tc_taskset_mode)
+ * still names one image. */
+static tc_out_kind task_kind(const tc_session *s, const tc_task_unit *x)
 {
-    if (s->unit_code != TC_UNIT_CODE_WHOLE_PROGRAM)
-        return TC_OUT_OBJECT;
-    for (size_t i = 0; i < sizeof not_whole_program / sizeof not_whole_program[0]; i++)
-        if (memmem(ptx, len, not_whole_program[i], strlen(not_whole_program[i])))
-            return TC_OUT_OBJECT;
-    return shares_symbols(ptx, len) ? TC_OUT_OBJECT : TC_OUT_EWP;
+    return s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM && x->whole_program_safe ? TC_OUT_EWP
+                                                                               : TC_OUT_OBJECT;
 }
 
 const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n)
@@ -454,7 +384,7 @@ const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n)
     int whole = s->unit_code == TC_UNIT_CODE_WHOLE_PROGRAM;
     /* the rules of task_kind, numbered: records of other rules are not this
      * build's (a text judged safe before may not be now) */
-    snprintf(buf, n, "%s", whole ? "whole programs where safe (rules 2): " : "relocatable: ");
+    snprintf(buf, n, "%s", whole ? "whole programs where safe (rules 3): " : "relocatable: ");
     size_t used = strlen(buf);
     snprintf(buf + used, n - used, "%s",
              tc_session_unit_mode(s, whole ? TC_OUT_EWP : TC_OUT_OBJECT, "", 0, mode,
@@ -487,7 +417,7 @@ static void generate_and_compile_task(tc_taskset *t, size_t i)
     snprintf(name, sizeof name, "task%zu.ptx", i);
     char *path = s->in_process ? NULL : tc_path_join(s->scratch, name);
     if ((!s->in_process && (!path || tc_write_file(path, x->gen.ptx.data, x->gen.ptx.len) != 0)) ||
-        tc_session_compile(s, task_kind(s, x->gen.ptx.data, x->gen.ptx.len), x->name,
+        tc_session_compile(s, task_kind(s, x), x->name,
                            x->gen.ptx.data, x->gen.ptx.len, path, &u->object, &u->log,
                            &u->exit_code) != 0) {
         tc_sb_printf(&u->log, "%s: error: cannot run the compiler: %s\n", x->name,

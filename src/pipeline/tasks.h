@@ -24,6 +24,7 @@ typedef struct tc_task_unit {
     struct tc_codegen gen;   /* the codegen's output, for a miss */
     int codegen_ran;         /* in this call */
     int failed;              /* codegen or compile failed */
+    int whole_program_safe;  /* its text may compile -ewp (tasks.c, whole_program_safe) */
 } tc_task_unit;
 
 /* The tasks of one call, in the host's order. */
@@ -45,7 +46,7 @@ typedef struct tc_taskset {
 
 /* 0, or -1 out of memory (tc_taskset_free frees what there is). */
 /* How the session compiles tasks, as their keys and group keys name it:
- * whole programs where safe (see task_kind in tasks.c) when whole-program
+ * whole programs where safe (see whole_program_safe in tasks.c) when whole-program
  * units link, else relocatable objects, with the options that come with
  * each. buf holds it. */
 const char *tc_taskset_mode(const tc_session *s, char *buf, size_t n);
