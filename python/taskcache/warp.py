@@ -217,7 +217,7 @@ class _Integration:
                "options'")
         if why:
             raise _StepAside(why)
-        ptxas, ptxas_release, nvrtc = self.ensure_toolchain()
+        ptxas, _release, nvrtc = self.ensure_toolchain()
         hasher = module.hashers.get(options["block_dim"])
         kernels = list(hasher.get_unique_kernels()) if hasher is not None else []
         if not kernels:
@@ -228,9 +228,8 @@ class _Integration:
                  "verify_fp": bool(kw.get("verify_fp")), "fast_math": bool(kw.get("fast_math")),
                  "fuse_fp": bool(kw.get("fuse_fp", True)), "lineinfo": bool(kw.get("lineinfo")),
                  "precompiled_headers": bool(kw.get("use_precompiled_headers", True))}
-        identity = json.dumps([FORMAT, self.warp_version, nvrtc, flags,
-                               json.loads(json.dumps(options, sort_keys=True, default=repr))],
-                              sort_keys=True)
+        identity = json.dumps([FORMAT, self.warp_version, nvrtc, flags, options],
+                              sort_keys=True, default=repr)
         return _Plan(kernels, hasher, flags, identity, f"sm_{arch}{suffix}", ptxas,
                      self.include_dir(), kw.get("pch_dir"))
 
@@ -239,17 +238,17 @@ class _Integration:
         cache = self.open_cache()
         topts = taskcache.Options(arch=plan.target, ptxas=plan.ptxas, jobs=self.jobs)
         version = f"{FORMAT}; warp {self.warp_version}"
+        hashes = [plan.hasher.kernel_hashes[k] for k in plan.kernels]
         digest = hashlib.sha256(plan.identity.encode())
-        for h in hasher_order(plan):
+        for h in sorted(hashes):
             digest.update(h)
         group_key = digest.digest()
         hit = cache.lookup_group(group_key, topts, version=version)
         if hit is not None:
             return hit
-        tasks = [taskcache.Task(kernel.get_mangled_name(kernel_hash=plan.hasher.kernel_hashes[kernel]),
-                                hashlib.sha256(plan.identity.encode() +
-                                               plan.hasher.kernel_hashes[kernel]).digest())
-                 for kernel in plan.kernels]
+        tasks = [taskcache.Task(kernel.get_mangled_name(kernel_hash=h),
+                                hashlib.sha256(plan.identity.encode() + h).digest())
+                 for kernel, h in zip(plan.kernels, hashes)]
         no_output_arch = {k: v for k, v in options.items() if k != "output_arch"}
         target = {"target": "cuda"} if _builder_takes_target(self.context) else {}
         # A worker process costs its start and a precompiled header of its
@@ -401,10 +400,6 @@ def shared_module_variables(ptx: bytes) -> list:
         if m.group(0).startswith(b".global") and not name.startswith(("$str", "__unnamed_")):
             names.append(name)
     return names
-
-
-def hasher_order(plan):
-    return sorted(plan.hasher.kernel_hashes[k] for k in plan.kernels)
 
 
 def _builder_takes_target(context):
