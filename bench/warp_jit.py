@@ -10,11 +10,14 @@ work, in this order:
   stock warm     the same cache again (no codegen, no compile): the baseline
   tc cold        empty Warp cache, empty taskcache cache
   tc warm        the same Warp cache again (Warp's own cache hit)
-  tc shared      empty Warp cache, taskcache's records present (what a second
-                 machine sees through a remote, or a CI runner with a shared cache)
+  tc remote      a second machine: empty Warp cache, empty taskcache cache,
+                 the records of "tc cold" on an HTTP remote (a store of what is
+                 PUT, started by this script)
   stock edit     one kernel of the program edited, warm caches
   tc edit        the same edit through taskcache
-and reports compile time = time - stock warm, ratios against stock, the
+The warm runs and "tc remote" run --repeat times (medians; stock warm's
+median is the baseline). It reports compile time = time - stock warm,
+ratios against stock, the
 output digest of every run (its arrays after the frames, in Warp's
 deterministic mode for Warp's examples, whose float atomics otherwise differ
 run to run; Newton's kernels refuse it): stock cold against stock warm
@@ -22,7 +25,8 @@ shows whether the program is deterministic, and taskcache's runs must then
 give the same digest), and
 registers and local memory of every kernel of both builds.
 
-  python3 bench/warp_jit.py [--programs a,b] [--frames N] [--budget S] [--json FILE]
+  python3 bench/warp_jit.py [--programs a,b] [--frames N] [--repeat N] [--budget S]
+                            [--json FILE]
 """
 
 import argparse
@@ -56,8 +60,9 @@ PROGRAMS = {
                         "newton/_src/solvers/xpbd/kernels.py"),
 }
 
-SCENARIOS = ["stock cold", "stock warm", "tc cold", "tc warm", "tc shared", "stock edit",
+SCENARIOS = ["stock cold", "stock warm", "tc cold", "tc warm", "tc remote", "stock edit",
              "tc edit"]
+REPEATED = ("stock warm", "tc warm", "tc remote")
 
 
 # ---- the child: one run of one program ---------------------------------------------------
@@ -128,7 +133,14 @@ def child(spec):
     if spec["taskcache"]:
         sys.path.insert(0, str(ROOT / "python"))
         import taskcache.warp
-        taskcache.warp.enable(verbose=bool(os.environ.get("WARP_JIT_VERBOSE")))
+        taskcache.warp.enable(verbose=True if os.environ.get("WARP_JIT_VERBOSE") else None)
+    if spec.get("prime"):  # imports only: no launch, nothing compiled
+        wp.init()
+        if spec["kind"] == "newton":
+            sys.path.insert(0, spec["sys_path"])
+            import newton.examples  # noqa: F401
+        print("WARP_JIT " + json.dumps({"wall": time.time() - t0, "digest": ""}), flush=True)
+        return
     import runpy
     frames = str(spec["frames"])
     if spec["kind"] == "gen":
@@ -238,29 +250,53 @@ def resources_of(cache_dir):
     return out
 
 
-def measure(name, work, frames, timeout):
+def median_run(runs):
+    """The run of median wall time (errors first: they are reported)."""
+    bad = [r for r in runs if "error" in r]
+    if bad:
+        return bad[0]
+    runs = sorted(runs, key=lambda r: r["wall"])
+    out = dict(runs[len(runs) // 2])
+    out["walls"] = [r["wall"] for r in runs]
+    return out
+
+
+def measure(name, work, frames, timeout, repeat, remote):
     spec, edit_path = prepare(name, work)
     spec["frames"] = frames
     d = work / name
-    caches = {k: d / k for k in ("stock", "tc-warp", "tc", "tc-shared-warp")}
-    for c in caches.values():
-        shutil.rmtree(c, ignore_errors=True)
+    shutil.rmtree(d / "caches", ignore_errors=True)
+    caches = {k: d / "caches" / k for k in ("stock", "tc-warp", "tc")}
     base = dict(os.environ)
+    base.pop("TASKCACHE_REMOTE", None)
 
-    def env(warp_cache, tc_cache=None):
+    def env(warp_cache, tc_cache=None, remote=None):
         e = dict(base, WARP_CACHE_PATH=str(warp_cache))
         if tc_cache:
             e["TASKCACHE_DIR"] = str(tc_cache)
+            e["TASKCACHE_LOG"] = "/dev/stderr"  # taskcache.warp's line per module
+        if remote:
+            e["TASKCACHE_REMOTE"] = remote
         return e
 
     runs = {}
     stock = dict(spec, taskcache=False)
     tc = dict(spec, taskcache=True)
+    # untimed: the program's files into the page cache, so that stock cold,
+    # timed first, does not pay for reading them
+    run_child(dict(stock, prime=True), env(d / "caches" / "prime"), timeout)
     runs["stock cold"] = run_child(stock, env(caches["stock"]), timeout)
-    runs["stock warm"] = run_child(stock, env(caches["stock"]), timeout)
-    runs["tc cold"] = run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
-    runs["tc warm"] = run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
-    runs["tc shared"] = run_child(tc, env(caches["tc-shared-warp"], caches["tc"]), timeout)
+    runs["stock warm"] = median_run([run_child(stock, env(caches["stock"]), timeout)
+                                     for _ in range(repeat)])
+    url = remote.url(f"{name}/")
+    runs["tc cold"] = run_child(tc, env(caches["tc-warp"], caches["tc"], url), timeout)
+    runs["tc warm"] = median_run([run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
+                                  for _ in range(repeat)])
+
+    def second_machine(i):
+        fresh = d / "caches" / f"second-{i}"
+        return run_child(tc, env(fresh / "warp", fresh / "tc", url), timeout)
+    runs["tc remote"] = median_run([second_machine(i) for i in range(repeat)])
     regs = {"stock": resources_of(caches["stock"]), "tc": resources_of(caches["tc-warp"])}
     edit_first_kernel(edit_path)
     runs["stock edit"] = run_child(stock, env(caches["stock"]), timeout)
@@ -274,12 +310,13 @@ def summarize(name, runs, regs):
     for s in SCENARIOS:
         r = runs[s]
         row[s] = None if "error" in r else max(0.0, r["wall"] - warm)
+    row["walls"] = {s: runs[s].get("walls") for s in REPEATED}
     ok = [s for s in SCENARIOS if "error" not in runs[s]]
     digests = {s: runs[s].get("digest") for s in ok}
     row["deterministic"] = (None if not digests.get("stock cold")
                             else digests.get("stock cold") == digests.get("stock warm"))
     row["same_output"] = all(digests.get(s) == digests.get("stock cold")
-                             for s in ("tc cold", "tc warm", "tc shared") if s in digests)
+                             for s in ("tc cold", "tc warm", "tc remote") if s in digests)
     common = sorted(set(regs["stock"]) & set(regs["tc"]))
     row["kernels"] = len(regs["stock"])
     row["kernels_in_both"] = len(common)
@@ -287,11 +324,16 @@ def summarize(name, runs, regs):
     row["fewer_regs"] = sum(regs["tc"][k][0] < regs["stock"][k][0] for k in common)
     row["more_local"] = sum(regs["tc"][k][1] > regs["stock"][k][1] for k in common)
     row["errors"] = {s: runs[s]["error"] for s in SCENARIOS if "error" in runs[s]}
+    # a taskcache run that left a module to stock Warp measured stock Warp there
+    for s in ("tc cold", "tc remote", "tc edit"):
+        fell = [l for l in runs[s].get("log", []) if "stock Warp builds it" in l]
+        if fell:
+            row["errors"][s] = f"{len(fell)} modules built by stock Warp: {fell[0]}"
     # modules compiled in both cold runs: Warp's load time of each, stock and taskcache
     sm, tm = runs["stock cold"].get("modules", {}), runs["tc cold"].get("modules", {})
     kernels = runs["tc cold"].get("kernels", {})
     row["modules"] = [(m, kernels.get(m), sm[m], tm[m]) for m in sorted(sm) if m in tm]
-    row["log"] = {s: runs[s].get("log", [])[-3:] for s in ("tc cold", "tc edit")}
+    row["log"] = {s: runs[s].get("log", []) for s in ("tc cold", "tc remote", "tc edit")}
     return row
 
 
@@ -303,13 +345,18 @@ def print_row(row):
     def ratio(a, b):
         return f"{row[a] / row[b]:5.1f}x" if row[a] and row[b] else "   - "
     print(f"{row['program']:24} {row['warm_s']:6.2f} | {fmt(row['stock cold'])} {fmt(row['tc cold'])}"
-          f" {ratio('stock cold', 'tc cold')} | {fmt(row['tc warm'])} {fmt(row['tc shared'])}"
-          f" {ratio('stock cold', 'tc shared')} | {fmt(row['stock edit'])} {fmt(row['tc edit'])}"
+          f" {ratio('stock cold', 'tc cold')} | {fmt(row['tc warm'])} {fmt(row['tc remote'])}"
+          f" {ratio('stock cold', 'tc remote')} | {fmt(row['stock edit'])} {fmt(row['tc edit'])}"
           f" {ratio('stock edit', 'tc edit')} | {row['kernels']:4} {row['more_regs']:3}/"
           f"{row['fewer_regs']:<3} {row['more_local']:3} | "
           f"{ {True: 'yes', False: 'no ', None: 'n/a'}[row['deterministic']]} "
           f"{'same' if row['same_output'] else 'DIFF'}",
           flush=True)
+    w = row["walls"]
+    if w.get("stock warm") and w.get("tc warm"):
+        print(f"    warm runs: stock {' '.join(f'{x:.2f}' for x in w['stock warm'])}, taskcache "
+              f"{' '.join(f'{x:.2f}' for x in w['tc warm'])}; second machine "
+              f"{' '.join(f'{x:.2f}' for x in w.get('tc remote') or [])}", flush=True)
     for s, e in row["errors"].items():
         print(f"    {s}: error: {e[:300]}", flush=True)
     for m, k, stock, tc in sorted(row["modules"], key=lambda x: -x[2])[:6]:
@@ -322,6 +369,7 @@ def main():
     ap.add_argument("--child")
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--frames", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each warm and remote cell")
     ap.add_argument("--budget", type=float, default=540, help="seconds; no program starts later")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one run may take")
     ap.add_argument("--work", default=None)
@@ -334,15 +382,18 @@ def main():
     print("compile seconds above stock warm (process start to exit, fresh processes); "
           "regs: kernels with more/fewer registers than stock; local: more local memory")
     print(f"{'program':24} {'warm':>6} | {'stock':>6} {'tc':>6} {'cold':>6} | {'tcwarm':>6} "
-          f"{'shared':>6} {'vs':>6} | {'stock':>6} {'tc':>6} {'edit':>6} | kern regs local | "
+          f"{'remote':>6} {'vs':>6} | {'stock':>6} {'tc':>6} {'edit':>6} | kern regs local | "
           f"det out")
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from remote_servers import FaultHTTP  # stores what is PUT, in memory
+    remote = FaultHTTP()
     rows = []
     for name in a.programs.split(","):
         if time.time() - start > a.budget:
             print(f"{name}: not run (budget spent)")
             continue
         try:
-            runs, regs = measure(name, work, a.frames, a.timeout)
+            runs, regs = measure(name, work, a.frames, a.timeout, a.repeat, remote)
         except Exception as e:
             print(f"{name}: not run: {type(e).__name__}: {e}", flush=True)
             continue

@@ -7,7 +7,9 @@
 #   a/  warp.so.xz.part-aa, ptxas134.xz           (NVIDIA's nvidia-cuda-nvcc 13.4.92: bin/ptxas)
 #   b/  warp.so.xz.part-ab, warp-rest.tar.xz      (warp-lang 1.19.0 without its .so files),
 #       newton.tar.xz (newton 1.8.0), libtaskcache.so.xz (cmake -DTASKCACHE_NVPTXCOMPILER=OFF
-#       -DTASKCACHE_STATIC_DEPS=ON, stripped)
+#       -DTASKCACHE_STATIC_DEPS=ON, stripped; build it again after every change to the C
+#       library: the Python package calls what the library exports, and with an older one
+#       taskcache.warp hands every module to stock Warp, which bench/warp_jit.py reports)
 #   c/  nvjitlink134.xz (nvidia-nvjitlink 13.4.92: libnvJitLink.so.13), warp-clang.so.xz
 # There, one call after the other while the machine is warm:
 #   scripts/gpu-warp.sh stage a        (carry .gpudeps/a)

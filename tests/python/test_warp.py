@@ -11,6 +11,7 @@ Without them the tests skip, saying so."""
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -47,8 +48,6 @@ def module_source(edit=None, helper_factor="2.0", n=N):
     return "\n".join(out)
 
 
-CALLERS_OF_SCALE = len(range(0, N, 5))
-
 DRIVER = textwrap.dedent("""
     import json, os, sys
     import warp as wp
@@ -57,6 +56,8 @@ DRIVER = textwrap.dedent("""
     spec = json.loads(sys.argv[1])
     for k, v in spec.get("config", {}).items():
         setattr(wp.config, k, v)
+    if spec.get("deterministic"):
+        wp.config.deterministic = wp.config.DeterministicMode.RUN_TO_RUN
     wp.init()
     if spec.get("taskcache"):
         import taskcache.warp
@@ -67,8 +68,33 @@ DRIVER = textwrap.dedent("""
     import generated
     if spec.get("options"):
         wp.set_module_options(spec["options"], generated)
-    paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
-                                  use_ptx=spec.get("use_ptx", False))
+    if spec.get("side_by_side"):
+        # modules loading on threads at once, as wp.load_module(max_workers=) does
+        import importlib, threading
+        sys.path.insert(0, spec["dir2"])
+        names, errors = ["generated", "generated2"], []
+        importlib.import_module("generated2")
+        def load(n):
+            try:
+                m = wp.get_module(n)
+                name = m._get_compile_output_name(None, 90, "", False, block_dim=m.options["block_dim"])
+                m._compile(None, os.path.join(spec["out"], n), output_name=name, output_arch=90)
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=load, args=(n,)) for n in names]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert not errors, errors
+        paths = [str(p) for n in names for p in __import__("pathlib").Path(spec["out"], n).glob("*.cubin")]
+    elif spec.get("like_load"):
+        # what Module.load does on a device of sm_90: the output named by the caller
+        m = wp.get_module("generated")
+        name = m._get_compile_output_name(None, 90, "", False, block_dim=m.options["block_dim"])
+        m._compile(None, spec["out"], output_name=name, output_arch=90)
+        paths = [os.path.join(spec["out"], name)]
+    else:
+        paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
+                                      use_ptx=spec.get("use_ptx", False))
     print("PATHS", json.dumps([str(p) for p in paths]))
 """)
 
@@ -113,13 +139,24 @@ def one_line(lines):
     return lines[0]
 
 
+def built(line):
+    """(units, units generated, the kernels of each generated unit when the
+    line names them, units from cache) from a build's log line."""
+    m = re.search(r": (\d+) units; (\d+) generated and compiled(?: \[([^\]]*)\])? "
+                  r"\((\d+) kernels\), (\d+) from cache", line)
+    assert m, line
+    named = [u.split() for u in m.group(3).split("; ")] if m.group(3) else None
+    return int(m.group(1)), int(m.group(2)), named, int(m.group(5))
+
+
 def test_a_cold_build_is_warps_module_with_warps_registers(env):
     """Every kernel, forward and backward, with Warp's symbol names, Warp's
     .meta to the byte, and the registers and local memory of Warp's own
     whole-module build."""
     import rwlib
     lines, cubin, meta = env.build(module_source())
-    assert f": {N} kernels: {N} generated and compiled, 0 from cache" in one_line(lines)
+    units, made, _, cached = built(one_line(lines))
+    assert made == units and cached == 0 and 1 < units < N  # small kernels share NVRTC calls
     _, stock, stock_meta = env.build(module_source(), taskcache=False)
     assert meta.read_bytes() == stock_meta.read_bytes()
     mine, theirs = rwlib.resources(str(cubin)), rwlib.resources(str(stock))
@@ -136,10 +173,54 @@ def test_an_unchanged_module_is_one_record_read(env):
     assert cubin.read_bytes() == first.read_bytes()
 
 
+def test_a_module_load_from_the_record_runs_no_codegen(env):
+    """What a launch loads (the output named by Module.load): from an
+    unchanged module's record, Warp's code generator does not run at all,
+    and Warp gets the same image and its own .meta."""
+    _, first, first_meta = env.build(module_source(), like_load=True)
+    assert "Warp's code generator did not run" not in first.with_suffix("").with_suffix(".cu") \
+        .read_text()
+    lines, cubin, meta = env.build(module_source(), like_load=True)
+    assert f": {N} kernels: module record hit, no codegen" in one_line(lines)
+    assert cubin.read_bytes() == first.read_bytes()
+    assert meta.read_bytes() == first_meta.read_bytes()
+    source = cubin.with_suffix("").with_suffix(".cu").read_text()
+    assert "Warp's code generator did not run" in source and "__global__" not in source
+
+
+def test_deterministic_mode_keeps_warps_codegen(env):
+    """Warp's deterministic mode launches with data that building the
+    kernels leaves behind (a second machine that skipped it launched with
+    invalid arguments): there the record is used after Warp's codegen."""
+    _, first, _ = env.build(module_source(), like_load=True, deterministic=True)
+    lines, cubin, _ = env.build(module_source(), like_load=True, deterministic=True)
+    assert f": {N} kernels: module record hit," in one_line(lines)
+    assert "no codegen" not in lines[0]
+    assert cubin.read_bytes() == first.read_bytes()
+    assert "__global__" in cubin.with_suffix("").with_suffix(".cu").read_text()
+
+
+def test_modules_built_side_by_side(env):
+    """Two modules built on two threads at once (Warp's
+    load_module_max_workers): both through taskcache, each image the one a
+    build of that module alone gives."""
+    other = env.tmp / "other"
+    other.mkdir()
+    (other / "generated2.py").write_text(module_source(helper_factor="5.0", n=6))
+    lines, _, _ = env.build(module_source(), side_by_side=True, dir2=str(other))
+    assert len(lines) == 2 and all("generated and compiled" in l for l in lines), lines
+    out = env.tmp / f"run{env.runs}" / "out"
+    both = {p.parent.name: p.read_bytes() for p in out.glob("*/*.cubin")}
+    (env.tmp / "alone").mkdir()
+    _, alone, _ = Env(env.tmp / "alone").build(module_source(), like_load=True)
+    assert set(both) == {"generated", "generated2"} and both["generated"] == alone.read_bytes()
+
+
 def test_an_edited_kernel_is_the_only_one_compiled(env):
     env.build(module_source())
     lines, cubin, meta = env.build(module_source(edit=3))
-    assert f": {N} kernels: 1 generated and compiled, {N - 1} from cache" in one_line(lines)
+    units, made, named, cached = built(one_line(lines))
+    assert made == 1 and cached == units - 1 and "k03" in named[0] and len(named[0]) <= 8
     # byte for byte what a cold build of the edited module gives
     (env.tmp / "cold").mkdir()
     _, again, _ = Env(env.tmp / "cold").build(module_source(edit=3))
@@ -149,8 +230,11 @@ def test_an_edited_kernel_is_the_only_one_compiled(env):
 def test_a_function_edit_misses_exactly_its_callers(env):
     env.build(module_source())
     lines, _, _ = env.build(module_source(helper_factor="3.0"))
-    assert (f": {N} kernels: {CALLERS_OF_SCALE} generated and compiled, "
-            f"{N - CALLERS_OF_SCALE} from cache") in one_line(lines)
+    units, made, named, cached = built(one_line(lines))
+    callers = {f"k{i:02d}" for i in range(0, N, 5)}
+    # every caller compiled, and only units that hold one
+    assert set().union(*named) >= callers and all(callers & set(u) for u in named)
+    assert made + cached == units and made <= len(callers)
 
 
 @pytest.mark.parametrize("options", [{"fast_math": True}, {"block_dim": 128},
@@ -158,7 +242,8 @@ def test_a_function_edit_misses_exactly_its_callers(env):
 def test_module_options_miss_every_kernel(env, options):
     env.build(module_source())
     lines, _, _ = env.build(module_source(), options=options)
-    assert f": {N} kernels: {N} generated and compiled, 0 from cache" in one_line(lines)
+    units, made, _, cached = built(one_line(lines))
+    assert made == units and cached == 0
 
 
 @pytest.mark.parametrize("case,expect", [
@@ -226,7 +311,7 @@ def test_a_second_machine_builds_from_the_remote(env, tmp_path):
         remote = f"redis://127.0.0.1:{server.port}"
         env.base["TASKCACHE_REMOTE"] = remote
         lines, first, _ = env.build(module_source())
-        assert f"{N} generated and compiled" in one_line(lines)
+        assert built(one_line(lines))[3] == 0
         env.base["TASKCACHE_DIR"] = str(tmp_path / "second-machine")
         lines, cubin, _ = env.build(module_source())
         assert f": {N} kernels: module record hit" in one_line(lines)
