@@ -163,7 +163,9 @@ class _Integration:
             try:
                 return integration.original_compile(module, *args, **kwargs)
             finally:
-                _pending.output_name = None
+                # a build that failed between codegen and build_cuda leaves
+                # no job behind for the next module's build_cuda
+                _pending.output_name = _pending.job = None
 
         def _run_codegen(module, options, is_cpu):
             hit = None if is_cpu else integration.module_record(
