@@ -216,7 +216,7 @@ class _Integration:
     # -- an unchanged module: its record, before any codegen ------------------------------
 
     def module_record(self, module, options, output_name):
-        """(identity, image, meta) when taskcache holds this module, built
+        """(identity, result, meta, seconds) when taskcache holds this module, built
         for the cubin output_name names, with the options Warp's build will
         get; else None. Warp's codegen then does not run: on a second
         machine, the module costs one record read."""
