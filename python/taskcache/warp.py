@@ -175,7 +175,8 @@ class _Integration:
                 # writes the recorded image
                 _pending.job = (module, options, None, hit)
                 return (f"// {FORMAT}: built from taskcache's record of this module; "
-                        f"Warp's code generator did not run\n", "cu", hit[2], [], [])
+                        f"Warp's code generator did not run (removed after the build)\n",
+                        "cu", hit[2], [], [])
             result = integration.original_codegen(module, options, is_cpu)
             # the whole module's codegen stays Warp's: its source file and
             # .meta are what Warp writes; the build below is ours
@@ -230,6 +231,9 @@ class _Integration:
         modes = getattr(self.warp_config, "DeterministicMode", None)
         if det and not (modes is not None and det == modes.NOT_GUARANTEED):
             return None
+        # the same for the array access checks (Warp builds every time then)
+        if options.get("verify_autograd_array_access"):
+            return None
         t0 = time.perf_counter()
         try:
             kw = self.predicted_build_arguments(options, m.group(2))
@@ -270,6 +274,10 @@ class _Integration:
             if plan.identity == identity:
                 with open(output_path, "wb") as f:
                     f.write(result.image)
+                # no source file: Warp's cache then has none for this module
+                # (its graph capture says the source is missing) rather than
+                # one without kernels
+                os.unlink(cu_path)
                 _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: module record hit, "
                                    f"no codegen, {seconds:.3f} s")
                 return None
@@ -280,6 +288,7 @@ class _Integration:
             f.write(generated[0])
         meta.clear()  # the dict Warp writes as the .meta after this build
         meta.update(generated[2])
+        kwargs.update(ltoirs=generated[3], fatbins=generated[4])  # for stock Warp's build
         return module, options, generated, None
 
     # -- one module ----------------------------------------------------------------------
@@ -292,7 +301,7 @@ class _Integration:
             module, options, (_source, _ext, meta, ltoirs, fatbins), _ = job
             plan = self.plan(module, options, arch, output_path, kwargs, ltoirs, fatbins)
             t0 = time.perf_counter()
-            result = self.run(plan, module, options)
+            result = self.run(plan, module, options, meta)
             image = self.check(result, meta, plan)
             with open(output_path, "wb") as f:
                 f.write(image)
@@ -349,9 +358,12 @@ class _Integration:
                      taskcache.Options(arch=f"sm_{arch}{suffix}", ptxas=ptxas, jobs=self.jobs),
                      f"{FORMAT}; warp {self.warp_version}", self.include_dir(), kw.get("pch_dir"))
 
-    def run(self, plan, module, options):
+    def run(self, plan, module, options, warp_meta):
         """The module from its group manifest, else from tasks of a few
-        kernels each (units)."""
+        kernels each (units). Each unit's metadata must be what Warp's .meta
+        (warp_meta) says of its kernels, or the build fails before any
+        record is stored: a later record hit writes the records' metadata
+        as the .meta."""
         cache = self.open_cache()
         hit = cache.lookup_group(plan.group_key, plan.options, version=plan.version)
         if hit is not None:
@@ -381,6 +393,8 @@ class _Integration:
                 ltoirs, fatbins = builder.get_link_inputs()
             if ltoirs or fatbins:
                 raise RuntimeError("MathDx link inputs")
+            if any(warp_meta.get(k, v) != v or k not in warp_meta for k, v in meta.items()):
+                raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
             header = dict(plan.flags, name=f"unit{index}.cu", include_dir=plan.include_dir,
                           include_dirs=[], pch_dir=plan.pch_dir)
             ptx = drop_unused_module_data(self.compile_ptx(header, source.encode()).rstrip(b"\0"))
@@ -595,8 +609,11 @@ def kernel_weight(kernel):
                 if f.is_builtin() or id(f) in seen:
                     continue
                 seen.add(id(f))
-                for overload in list((getattr(f, "user_overloads", None) or {}).values()) or [f]:
-                    if getattr(overload, "adj", None) is not None:
+                # the overloads Warp's hasher reads: not the instantiations of
+                # generic functions, which depend on what ran before
+                overloads = {**(f.user_overloads or {}), **(f.user_templates or {})}
+                for overload in overloads.values() or [f]:
+                    if overload.generic_parent is None and overload.adj is not None:
                         todo.append(overload.adj)
         return total
     except Exception:
@@ -648,19 +665,26 @@ class _Workers:
         self.all = []
 
     def take(self):
-        try:
-            return self.idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self.lock:
-            if self.started < self.n:
-                self.started += 1
-                script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
-                p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                self.all.append(p)
-                return p
-        return self.idle.get()
+        """An idle worker, or a new one while fewer than n run. Waits in
+        short turns: a worker that died frees its place for a new one, and
+        no wakeup says so."""
+        while True:
+            try:
+                return self.idle.get_nowait()
+            except queue.Empty:
+                pass
+            with self.lock:
+                if self.started < self.n:
+                    script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
+                    p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                    self.started += 1
+                    self.all.append(p)
+                    return p
+            try:
+                return self.idle.get(timeout=0.2)
+            except queue.Empty:
+                pass
 
     def compile(self, header, source):
         p = self.take()
