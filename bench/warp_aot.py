@@ -103,6 +103,7 @@ def main():
             edited = site / (name.replace(".", "/") + ".py")
         original = edited.read_text() if edited else None
         times = {"stock": [], "tc cold": [], "tc shared": [], "stock edit": [], "tc edit": []}
+        failed = None
         logs = []
         for r in range(a.rounds):
             def spec(tc, tc_cache):
@@ -117,12 +118,21 @@ def main():
                                        else []):
                 if label == "stock edit":
                     edit_first_kernel(edited)
-                s, err = run_child(spec(tc, tc_cache), env)
+                try:
+                    s, err = run_child(spec(tc, tc_cache), env)
+                except RuntimeError as e:
+                    failed = str(e).strip().splitlines()[-1]
+                    break
                 times[label].append(s)
                 logs.append(err)
             if edited:
                 edited.write_text(original)
             shutil.rmtree(tc_cache, ignore_errors=True)
+            if failed:
+                break
+        if failed:
+            print(f"{name}: not measured: {failed}", flush=True)
+            continue
         med = {k: statistics.median(v) if v else None for k, v in times.items()}
         row = {"module": name, "runs": times, "median": med}
         rows.append(row)
