@@ -84,7 +84,7 @@ def main():
     env = dict(os.environ, PYTHONUNBUFFERED="1", TASKCACHE_LOG="")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in [str(ROOT / "python"), a.site, a.tools, env.get("PYTHONPATH")] if p)
-    from warp_jit import edit_first_kernel, generated_source
+    from warp_jit import copy_newton, edit_first_kernel, generated_source
     rows = []
     print(f"{'module':44} {'stock':>7} {'tc cold':>8} {'ratio':>6} {'tc shared':>10} "
           f"{'ratio':>6} | {'stock edit':>10} {'tc edit':>8} {'ratio':>6}   (median of "
@@ -96,10 +96,8 @@ def main():
             edited = gen_dir / "generated.py"
             edited.write_text(generated_source(int(name[4:])))
         elif name.startswith("newton."):  # a copy of the package, to edit
-            import importlib.util  # the top package's place only: importing newton needs warp
-            pkg = pathlib.Path(importlib.util.find_spec("newton").origin).parent
             site = work / f"site-{name}"
-            shutil.copytree(pkg, site / "newton", ignore=shutil.ignore_patterns("__pycache__"))
+            copy_newton(site)
             edited = site / (name.replace(".", "/") + ".py")
         original = edited.read_text() if edited else None
         times = {"stock": [], "tc cold": [], "tc shared": [], "stock edit": [], "tc edit": []}

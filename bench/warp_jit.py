@@ -209,11 +209,21 @@ def prepare(name, work):
         return {"kind": kind, "path": str(copy), "args": extra}, copy
     # newton: a private copy of the package, so that the edit changes one of
     # its own kernel files as a developer's does
+    pkg = copy_newton(d)
+    rel = pathlib.Path(spec.origin).relative_to(pkg.parent)
+    return {"kind": kind, "path": str(d / rel), "args": [], "sys_path": str(d)}, d / extra
+
+
+def copy_newton(d):
+    """The installed newton package copied to d/newton (once), for edits
+    that leave the installed one alone; returns the installed package's
+    directory. Only the package's place is looked up: importing newton
+    needs warp."""
+    import importlib.util
     pkg = pathlib.Path(importlib.util.find_spec("newton").origin).parent
     if not (d / "newton").exists():
         shutil.copytree(pkg, d / "newton", ignore=shutil.ignore_patterns("__pycache__"))
-    rel = pathlib.Path(spec.origin).relative_to(pkg.parent)
-    return {"kind": kind, "path": str(d / rel), "args": [], "sys_path": str(d)}, d / extra
+    return pkg
 
 
 def run_child(spec, env, timeout):

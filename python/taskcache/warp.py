@@ -242,9 +242,7 @@ class _Integration:
                                                     version=plan.version)
             if result is None:
                 return None
-            meta = {}
-            for t in result.tasks:
-                meta.update(json.loads(t.metadata or b"{}"))
+            meta = recorded_meta(result)
             self.check(result, meta, plan)
             return plan.identity, result, meta, time.perf_counter() - t0
         except Exception:  # anything unusual: Warp's codegen, then the usual path
@@ -394,7 +392,7 @@ class _Integration:
                 ltoirs, fatbins = builder.get_link_inputs()
             if ltoirs or fatbins:
                 raise RuntimeError("MathDx link inputs")
-            if any(warp_meta.get(k, v) != v or k not in warp_meta for k, v in meta.items()):
+            if not meta.items() <= warp_meta.items():
                 raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
             header = dict(plan.flags, name=f"unit{index}.cu", include_dir=plan.include_dir,
                           include_dirs=[], pch_dir=plan.pch_dir)
@@ -414,10 +412,7 @@ class _Integration:
         """The image, when it is the module Warp described: the same .meta
         (each kernel's shared memory), every kernel it names present, and a
         forward entry point for every kernel of the module."""
-        merged = {}
-        for t in result.tasks:
-            merged.update(json.loads(t.metadata or b"{}"))
-        if merged != meta:
+        if recorded_meta(result) != meta:
             raise _StepAside("the kernels' metadata differ from Warp's .meta")
         entries = {e.name for e in result.entries}
         named = [k[:-len("_smem_bytes")] for k in meta if k.endswith("_smem_bytes")]
@@ -504,6 +499,15 @@ class _Integration:
                 # one compile runs here: the others need jobs - 1 workers
                 self.workers = _Workers(self.context.runtime.core._name, max(1, self.jobs - 1))
             return self.workers
+
+
+def recorded_meta(result):
+    """The .meta of a build: its tasks' metadata (each unit's build_meta)
+    merged."""
+    meta = {}
+    for t in result.tasks:
+        meta.update(json.loads(t.metadata or b"{}"))
+    return meta
 
 
 class _Plan:
