@@ -348,6 +348,14 @@ def summarize(name, runs, regs):
     return row
 
 
+def build_times(line):
+    """(seconds, seconds of its slowest unit) of a taskcache.warp log line
+    of a module it compiled, else None."""
+    built = re.search(r", ([\d.]+) s \(", line)
+    slowest = re.search(r"; slowest: [^;]*? ([\d.]+) s", line)
+    return (float(built[1]), float(slowest[1])) if built and slowest else None
+
+
 def fmt(v):
     return "   -  " if v is None else f"{v:6.2f}"
 
@@ -374,6 +382,13 @@ def print_row(row):
     if big:  # the acceptance: each module of 8 or more kernels 2.5x faster cold
         print(f"    modules of 8 or more kernels: {len(big)}, cold stock/taskcache lowest "
               f"{big[0]:.1f}x, median {big[len(big) // 2]:.1f}x", flush=True)
+    cold = [build_times(l) for l in row["log"]["tc cold"]]
+    cold = [c for c in cold if c]
+    if cold:  # what bounds a cold start: modules one after another, units side by side
+        print(f"    tc cold: {len(cold)} module builds, {sum(b for b, _ in cold):.2f} s; their "
+              f"slowest units one after another {sum(u for _, u in cold):.2f} s", flush=True)
+    for line in row["log"]["tc edit"]:  # what the edit compiled
+        print(f"    tc edit: {line.split(': ', 1)[-1][:400]}", flush=True)
     for m, k, stock, tc in sorted(row["modules"], key=lambda x: -x[2])[:6]:
         print(f"    module {m:40} {k if k is not None else '?':>4} kernels: stock {stock / 1e3:6.2f} s,"
               f" taskcache {tc / 1e3:6.2f} s, {stock / tc if tc else 0:5.1f}x", flush=True)

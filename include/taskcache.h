@@ -554,8 +554,11 @@ TC_API const char *tc_result_compiler(const tc_result *r);
 /* The slowest compiles of the build, slowest first, at most five, in words:
  * each one's kernels (a unit's first kernel and how many more, a task's
  * name, or the module compiled whole) and its seconds, "; " between them
- * ("k_step (+3 more) 0.812 s; k_init 0.455 s"). "" when the build compiled
- * nothing. Owned by the result. */
+ * ("k_step (+3 more) 0.812 s; k_init 0.455 s"). A host's task counts its
+ * codegen call too, which is also given alone ("t_step 1.204 s (codegen
+ * 0.930)"): where the host's front end is the costly part (NVRTC, for
+ * Warp), that is what bounds a build. "" when the build compiled nothing.
+ * Owned by the result. */
 TC_API const char *tc_result_slowest(const tc_result *r);
 
 typedef struct tc_report {

@@ -44,7 +44,9 @@ void tc_trace_add(tc_trace *t, const char *what, const char *name, size_t len, d
                   double t1);
 
 /* The slowest compiles, slowest first, at most `most`, in words
- * ("k_step (+3) 0.812 s; k_init 0.455 s"); "" when none. */
+ * ("k_step (+3) 0.812 s; k_init 0.455 s"); "" when none. A host task's
+ * seconds hold its codegen too, also given on its own
+ * ("t_step 1.204 s (codegen 0.930)"). */
 void tc_trace_slowest(const tc_trace *t, size_t most, tc_sb *out);
 
 /* Appends the events to the trace file at path, with build (the input's
