@@ -16,8 +16,10 @@ and its NVRTC:
   all at once), then compiled for the GPU and linked into one cubin by
   taskcache;
 - an unchanged module is one record read (a group manifest keyed by Warp's
-  module hash), also on another machine through taskcache's remote tier,
-  and where a launch loads it, Warp's code generator does not run;
+  module hash), also on another machine through taskcache's remote tier;
+- where a launch loads a module, Warp's code generator does not run on the
+  whole module: an unchanged one needs none, an edited one only its
+  edited units';
 - Warp then loads that cubin through its own path: its cache directory,
   its file names, its .meta, its symbol names. Graphs, launches, adjoints
   see no difference.
@@ -120,6 +122,9 @@ class _StepAside(Exception):
     """This module is stock Warp's to build; the message says why."""
 
 
+_STOCK = object()  # build_before_codegen: stock Warp builds this module (said why)
+
+
 # ---- the integration ----------------------------------------------------------------
 
 class _Integration:
@@ -168,15 +173,18 @@ class _Integration:
                 _pending.output_name = _pending.job = None
 
         def _run_codegen(module, options, is_cpu):
-            hit = None if is_cpu else integration.module_record(
+            built = None if is_cpu else integration.build_before_codegen(
                 module, options, getattr(_pending, "output_name", None))
-            if hit is not None:
-                # an unchanged module: no codegen at all; build_cuda below
-                # writes the recorded image
-                _pending.job = (module, options, None, hit)
-                return (f"// {FORMAT}: built from taskcache's record of this module; "
-                        f"Warp's code generator did not run (removed after the build)\n",
-                        "cu", hit[2], [], [])
+            if built is _STOCK:  # it failed and said why: Warp's own codegen and build
+                _pending.job = None
+                return integration.original_codegen(module, options, is_cpu)
+            if built is not None:
+                # no codegen of the whole module; build_cuda below writes
+                # the image
+                _pending.job = (module, options, None, built)
+                return (f"// {FORMAT}: built by taskcache from Warp's kernels one unit at a "
+                        f"time; Warp's code generator did not run on the module (removed "
+                        f"after the build)\n", "cu", built[2], [], [])
             result = integration.original_codegen(module, options, is_cpu)
             # the whole module's codegen stays Warp's: its source file and
             # .meta are what Warp writes; the build below is ours
@@ -186,7 +194,7 @@ class _Integration:
         def build_cuda(cu_path, arch, output_path, **kwargs):
             job, _pending.job = getattr(_pending, "job", None), None
             if job is not None and job[3] is not None:
-                job = integration.use_module_record(job, cu_path, arch, output_path, kwargs)
+                job = integration.use_built_module(job, cu_path, arch, output_path, kwargs)
                 if job is None:
                     return None
             if job is not None and integration.build_module(job, arch, output_path, kwargs):
@@ -214,13 +222,16 @@ class _Integration:
             self.said.add(why)
             _say(self.verbose, why)
 
-    # -- an unchanged module: its record, before any codegen ------------------------------
+    # -- a module that a launch loads: built before Warp's codegen -----------------------
 
-    def module_record(self, module, options, output_name):
-        """(identity, result, meta, seconds) when taskcache holds this module, built
+    def build_before_codegen(self, module, options, output_name):
+        """(identity, result, meta, words for the log) of this module built
         for the cubin output_name names, with the options Warp's build will
-        get; else None. Warp's codegen then does not run: on a second
-        machine, the module costs one record read."""
+        get, from its record or from its units: Warp's code generator then
+        does not run on the whole module (an unchanged module costs one
+        record read; an edit, the edited units' codegen). None where
+        Warp's codegen must run first; _STOCK when the build failed (having
+        said why), for stock Warp."""
         m = re.search(r"\.sm(\d+)([a-z]?)\.cubin$", output_name or "")
         if not m or options.get("output_arch") != int(m.group(1)):
             return None
@@ -238,15 +249,25 @@ class _Integration:
         try:
             kw = self.predicted_build_arguments(options, m.group(2))
             plan = self.plan(module, options, options["output_arch"], output_name, kw, (), ())
-            result = self.open_cache().lookup_group(plan.group_key, plan.options,
-                                                    version=plan.version)
-            if result is None:
-                return None
-            meta = recorded_meta(result)
-            self.check(result, meta, plan)
-            return plan.identity, result, meta, time.perf_counter() - t0
         except Exception:  # anything unusual: Warp's codegen, then the usual path
             return None
+        try:
+            result = self.open_cache().lookup_group(plan.group_key, plan.options,
+                                                    version=plan.version)
+            hit = result is not None
+            if not hit:
+                result = self.build_units(plan, module, options, None)
+            self.check(result, plan)
+            words = "module record hit, no codegen" if hit else (
+                f"{self.summary(plan, result)}, no codegen of the whole module")
+            return plan.identity, result, recorded_meta(result), (
+                f"{words}, {time.perf_counter() - t0:.3f} s" + self.compiled(result))
+        except _StepAside as e:
+            self.say_once(f"{output_name}: stock Warp builds it: {e}")
+        except Exception as e:  # never the program's failure: stock Warp builds it
+            self.say_once(f"{output_name}: stock Warp builds it: {type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''}")
+        return _STOCK
 
     def predicted_build_arguments(self, options, suffix):
         """What Module._compile passes build_cuda, from the options alone.
@@ -261,11 +282,11 @@ class _Integration:
                 "use_precompiled_headers": options.get("use_precompiled_headers"),
                 "extra_include_dirs": options.get("extra_cuda_include_dirs")}
 
-    def use_module_record(self, job, cu_path, arch, output_path, kwargs):
-        """Writes the recorded image when build_cuda got what the record
-        was looked up for (None: done); else runs Warp's codegen now, as it
+    def use_built_module(self, job, cu_path, arch, output_path, kwargs):
+        """Writes the image built before codegen when build_cuda got what
+        it was built for (None: done); else runs Warp's codegen now, as it
         would have, and returns the job to build."""
-        module, options, _, (identity, result, meta, seconds) = job
+        module, options, _, (identity, result, meta, words) = job
         name = os.path.basename(output_path)
         try:
             plan = self.plan(module, options, arch, output_path, kwargs, (), ())
@@ -276,8 +297,7 @@ class _Integration:
                 # (its graph capture says the source is missing) rather than
                 # one without kernels
                 os.unlink(cu_path)
-                _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: module record hit, "
-                                   f"no codegen, {seconds:.3f} s")
+                _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: {words}")
                 return None
         except Exception:
             pass
@@ -299,13 +319,17 @@ class _Integration:
             module, options, (_source, _ext, meta, ltoirs, fatbins), _ = job
             plan = self.plan(module, options, arch, output_path, kwargs, ltoirs, fatbins)
             t0 = time.perf_counter()
-            result = self.run(plan, module, options, meta)
-            image = self.check(result, meta, plan)
+            result = self.open_cache().lookup_group(plan.group_key, plan.options,
+                                                    version=plan.version)
+            if result is None:
+                result = self.build_units(plan, module, options, meta)
+            if recorded_meta(result) != meta:
+                raise _StepAside("the kernels' metadata differ from Warp's .meta")
+            image = self.check(result, plan)
             with open(output_path, "wb") as f:
                 f.write(image)
             _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: {self.summary(plan, result)}"
-                               f", {time.perf_counter() - t0:.3f} s ({result.compiler})"
-                               + (f"; slowest: {result.slowest}" if result.slowest else ""))
+                               f", {time.perf_counter() - t0:.3f} s" + self.compiled(result))
             return True
         except _StepAside as e:
             self.say_once(f"{name}: stock Warp builds it: {e}")
@@ -313,6 +337,14 @@ class _Integration:
             self.say_once(f"{name}: stock Warp builds it: {type(e).__name__}: "
                           f"{str(e).splitlines()[0] if str(e) else ''}")
         return False
+
+    @staticmethod
+    def compiled(result):
+        """The compiler and the slowest units, for the log, when the build
+        compiled any."""
+        if not result.slowest:
+            return ""
+        return f" ({result.compiler}); slowest: {result.slowest}"
 
     @staticmethod
     def summary(plan, result):
@@ -357,16 +389,15 @@ class _Integration:
                      taskcache.Options(arch=f"sm_{arch}{suffix}", ptxas=ptxas, jobs=self.jobs),
                      f"{FORMAT}; warp {self.warp_version}", self.include_dir(), kw.get("pch_dir"))
 
-    def run(self, plan, module, options, warp_meta):
-        """The module from its group manifest, else from tasks of a few
-        kernels each (units). Each unit's metadata must be what Warp's .meta
-        (warp_meta) says of its kernels, or the build fails before any
-        record is stored: a later record hit writes the records' metadata
-        as the .meta."""
+    def build_units(self, plan, module, options, warp_meta):
+        """The module from tasks of a few kernels each (units), those the
+        cache lacks generated and compiled, with its group manifest. Where
+        Warp's codegen ran on the whole module, each unit's metadata must be
+        what Warp's .meta (warp_meta) says of its kernels, or the build fails
+        before any record is stored (a later record hit writes the records'
+        metadata as the .meta); a build before Warp's codegen (warp_meta
+        None) has each kernel's metadata from Warp's builder of its unit."""
         cache = self.open_cache()
-        hit = cache.lookup_group(plan.group_key, plan.options, version=plan.version)
-        if hit is not None:
-            return hit
         hashes = plan.hashes
         with self.context._codegen_lock:  # adjoints are Warp's shared state
             weights = [kernel_weight(k) for k in plan.kernels]
@@ -392,7 +423,7 @@ class _Integration:
                 ltoirs, fatbins = builder.get_link_inputs()
             if ltoirs or fatbins:
                 raise RuntimeError("MathDx link inputs")
-            if not meta.items() <= warp_meta.items():
+            if warp_meta is not None and not meta.items() <= warp_meta.items():
                 raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
             header = dict(plan.flags, name=f"unit{index}.cu", include_dir=plan.include_dir,
                           include_dirs=[], pch_dir=plan.pch_dir)
@@ -408,12 +439,10 @@ class _Integration:
                                  group_key=plan.group_key)
 
     @staticmethod
-    def check(result, meta, plan):
-        """The image, when it is the module Warp described: the same .meta
-        (each kernel's shared memory), every kernel it names present, and a
-        forward entry point for every kernel of the module."""
-        if recorded_meta(result) != meta:
-            raise _StepAside("the kernels' metadata differ from Warp's .meta")
+    def check(result, plan):
+        """The image, when it holds the module: every kernel its metadata
+        names, and a forward entry point for every kernel of the module."""
+        meta = recorded_meta(result)
         entries = {e.name for e in result.entries}
         named = [k[:-len("_smem_bytes")] for k in meta if k.endswith("_smem_bytes")]
         named += [k.get_mangled_name(kernel_hash=h) + "_cuda_kernel_forward"

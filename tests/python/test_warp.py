@@ -198,20 +198,28 @@ def test_an_unchanged_module_is_one_record_read(env):
     assert cubin.read_bytes() == first.read_bytes()
 
 
-def test_a_module_load_from_the_record_runs_no_codegen(env):
-    """What a launch loads (the output named by Module.load): from an
-    unchanged module's record, Warp's code generator does not run at all,
-    and Warp gets the same image and its own .meta."""
-    _, first, first_meta = env.build(module_source(), like_load=True)
-    assert "Warp's code generator did not run" not in first.with_suffix("").with_suffix(".cu") \
-        .read_text()
-    lines, cubin, meta = env.build(module_source(), like_load=True)
-    assert f": {N} kernels: module record hit, no codegen" in one_line(lines)
-    assert cubin.read_bytes() == first.read_bytes()
-    assert meta.read_bytes() == first_meta.read_bytes()
+def test_a_module_load_runs_no_codegen_of_the_whole_module(env):
+    """What a launch loads (the output named by Module.load): Warp's code
+    generator does not run on the whole module. A cold build generates its
+    units only and gives stock Warp's .meta and the image of an
+    ahead-of-time build (which runs Warp's codegen and checks each unit's
+    metadata against its .meta); an unchanged module is one record read,
+    with no codegen at all."""
+    _, _, stock_meta = env.build(module_source(), taskcache=False, like_load=True)
+    lines, cold, cold_meta = env.build(module_source(), like_load=True)
+    assert "no codegen of the whole module" in one_line(lines)
+    assert built(lines[0])[1] > 1
+    assert cold_meta.read_bytes() == stock_meta.read_bytes()
+    _, aot, _ = env.build(module_source(), env={"TASKCACHE_DIR": str(env.tmp / "tc-aot")})
+    assert aot.read_bytes() == cold.read_bytes()
+    lines, hit, meta = env.build(module_source(), like_load=True)
+    assert f": {N} kernels: module record hit, no codegen," in one_line(lines)
+    assert hit.read_bytes() == cold.read_bytes()
+    assert meta.read_bytes() == cold_meta.read_bytes()
     # no source without kernels in Warp's cache: none at all (what its graph
     # capture then reports as missing)
-    assert not cubin.with_suffix("").with_suffix(".cu").exists()
+    for cubin in (cold, hit):
+        assert not cubin.with_suffix("").with_suffix(".cu").exists()
 
 
 @pytest.mark.parametrize("spec", [{"deterministic": True},
@@ -247,18 +255,22 @@ def test_modules_built_side_by_side(env):
     assert set(images[0]) == {"generated", "generated2"} and images[0] == images[1]
 
 
-def test_an_edited_kernel_is_the_only_one_compiled(env):
-    env.build(module_source())
-    lines, cubin, meta = env.build(module_source(edit=3))
+@pytest.mark.parametrize("how", ["ahead of time", "as a launch loads it"])
+def test_an_edited_kernel_is_the_only_one_compiled(env, how):
+    load = {"like_load": how == "as a launch loads it"}
+    env.build(module_source(), **load)
+    lines, cubin, meta = env.build(module_source(edit=3), **load)
     units, made, named, cached = built(one_line(lines))
+    assert ("no codegen of the whole module" in lines[0]) == load["like_load"]
     # the edited kernel's unit, and the next one where the new hash moved
     # the end of the unit; units of 4 kernels at most
     assert made <= 2 and cached == units - made and "k03" in set().union(*named)
     assert all(len(u) <= 4 for u in named)
     # byte for byte what a cold build of the edited module gives
     (env.tmp / "cold").mkdir()
-    _, again, _ = Env(env.tmp / "cold").build(module_source(edit=3))
+    _, again, again_meta = Env(env.tmp / "cold").build(module_source(edit=3))
     assert cubin.read_bytes() == again.read_bytes()
+    assert meta.read_bytes() == again_meta.read_bytes()
 
 
 def test_a_function_edit_misses_exactly_its_callers(env):
