@@ -3,6 +3,9 @@
 ahead of time (wp.compile_aot_module, sm_90 cubins), on any machine: NVRTC
 needs no GPU. This is the cold-start check for small machines (the 2-core
 CI box): taskcache.warp must not be more than 10% slower than stock there.
+With --load it compiles what Module.load compiles for an sm_90 device (the
+path a launch takes; still no GPU): taskcache.warp then builds before
+Warp's codegen, which does not run on the whole module.
 
 Every run is a fresh process that imports Warp and the module, then times
 only compile_aot_module (imports cancel out). Per module, in rounds:
@@ -15,7 +18,7 @@ only compile_aot_module (imports cancel out). Per module, in rounds:
              module against taskcache's with the records of "tc cold"
 and it prints medians side by side with the ratio against stock.
 
-  python3 bench/warp_aot.py [--modules a,b] [--rounds N] [--jobs N]
+  python3 bench/warp_aot.py [--modules a,b] [--rounds N] [--jobs N] [--load]
       [--site DIR --tools DIR]   (default: $TASKCACHE_WARP_SITE, $TASKCACHE_WARP_TOOLS)
 
 Modules: Python module names (Warp's own and Newton's, if installed) or
@@ -57,7 +60,12 @@ else:
     import importlib
     module = importlib.import_module(spec["module"])
 t = time.perf_counter()
-wp.compile_aot_module(module, arch=90, module_dir=spec["out"])
+if spec["load"]:  # what Module.load compiles for a device of sm_90, as a launch does
+    m = wp.get_module(module.__name__)
+    name = m._get_compile_output_name(None, 90, "", False, block_dim=m.options["block_dim"])
+    m._compile(None, spec["out"], output_name=name, output_arch=90)
+else:
+    wp.compile_aot_module(module, arch=90, module_dir=spec["out"])
 print("SECONDS", time.perf_counter() - t)
 """
 
@@ -76,6 +84,9 @@ def main():
     ap.add_argument("--modules", default=",".join(DEFAULT))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--load", action="store_true",
+                    help="compile as a launch does (Module.load's output name: taskcache then "
+                         "builds before Warp's codegen) rather than compile_aot_module")
     ap.add_argument("--site", default=os.environ.get("TASKCACHE_WARP_SITE"))
     ap.add_argument("--tools", default=os.environ.get("TASKCACHE_WARP_TOOLS"))
     ap.add_argument("--json", default=None)
@@ -108,6 +119,7 @@ def main():
                 out = work / "out"
                 shutil.rmtree(out, ignore_errors=True)
                 return {"module": name, "tc": tc, "tc_cache": str(tc_cache), "jobs": a.jobs,
+                        "load": a.load,
                         "warp_cache": str(work / "warp-cache"), "out": str(out),
                         "gen_dir": str(gen_dir), "site": str(site) if site else None}
             tc_cache = work / f"tc-{r}"
