@@ -79,13 +79,14 @@ DRIVER = textwrap.dedent("""
         names, errors = ["generated", "generated2"], []
         importlib.import_module("generated2")
         if spec["side_by_side"] == "threads":
-            # both builds inside Warp's _compile at once, past their codegen
+            # both builds inside Warp's _compile at once, each about to
+            # generate its units
             from taskcache import warp as tw
-            barrier, build_module = threading.Barrier(2, timeout=120), tw._on.build_module
+            barrier, build_units = threading.Barrier(2, timeout=120), tw._on.build_units
             def together(*args):
                 barrier.wait()
-                return build_module(*args)
-            tw._on.build_module = together
+                return build_units(*args)
+            tw._on.build_units = together
         def load(n):
             try:
                 m = wp.get_module(n)
