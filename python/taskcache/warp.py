@@ -61,7 +61,7 @@ SUPPORTED = ("1.18.", "1.19.")
 
 # Part of every key: a change to how this adapter builds a kernel's source,
 # its PTX or its records bumps it.
-FORMAT = "taskcache.warp 3"
+FORMAT = "taskcache.warp 4"
 
 _lock = threading.Lock()
 _on = None          # the _Integration while enabled
@@ -316,13 +316,13 @@ class _Integration:
         stock Warp must."""
         name = os.path.basename(output_path)
         try:
-            module, options, (_source, _ext, meta, ltoirs, fatbins), _ = job
+            module, options, (source, _ext, meta, ltoirs, fatbins), _ = job
             plan = self.plan(module, options, arch, output_path, kwargs, ltoirs, fatbins)
             t0 = time.perf_counter()
             result = self.open_cache().lookup_group(plan.group_key, plan.options,
                                                     version=plan.version)
             if result is None:
-                result = self.build_units(plan, module, options, meta)
+                result = self.build_units(plan, module, options, (source, meta))
             if recorded_meta(result) != meta:
                 raise _StepAside("the kernels' metadata differ from Warp's .meta")
             image = self.check(result, plan)
@@ -389,14 +389,17 @@ class _Integration:
                      taskcache.Options(arch=f"sm_{arch}{suffix}", ptxas=ptxas, jobs=self.jobs),
                      f"{FORMAT}; warp {self.warp_version}", self.include_dir(), kw.get("pch_dir"))
 
-    def build_units(self, plan, module, options, warp_meta):
+    def build_units(self, plan, module, options, warp_built):
         """The module from tasks of a few kernels each (units), those the
         cache lacks generated and compiled, with its group manifest. Where
-        Warp's codegen ran on the whole module, each unit's metadata must be
-        what Warp's .meta (warp_meta) says of its kernels, or the build fails
-        before any record is stored (a later record hit writes the records'
-        metadata as the .meta); a build before Warp's codegen (warp_meta
-        None) has each kernel's metadata from Warp's builder of its unit."""
+        Warp's codegen ran on the whole module (warp_built: its source and
+        .meta), each unit's metadata must be what Warp's .meta says of its
+        kernels, or the build fails before any record is stored (a later
+        record hit writes the records' metadata as the .meta), and a module
+        of one unit compiles Warp's source; a build before Warp's codegen
+        (warp_built None) has each kernel's metadata from Warp's builder of
+        its unit. A unit of every kernel is generated as Warp generates the
+        module (its hasher, its order), so both give it the same source."""
         cache = self.open_cache()
         hashes = plan.hashes
         with self.context._codegen_lock:  # adjoints are Warp's shared state
@@ -410,20 +413,28 @@ class _Integration:
         no_output_arch = {k: v for k, v in options.items() if k != "output_arch"}
         target = {"target": "cuda"} if _builder_takes_target(self.context) else {}
 
-        def codegen(index, task):
-            kernels = [plan.kernels[i] for i in groups[index]]
-            # Warp's code generator, for these kernels alone (and the
-            # functions they call); its adjoint state is shared, hence
-            # Warp's lock
+        def generate(index):
+            """Warp's code generator, for this unit's kernels alone (and the
+            functions they call); its adjoint state is shared, hence Warp's
+            lock."""
+            whole = len(groups[index]) == len(plan.kernels)
             with self.context._codegen_lock:
-                hasher = self.context.ModuleHasher(kernels, no_output_arch)
+                hasher = plan.hasher if whole else self.context.ModuleHasher(
+                    [plan.kernels[i] for i in groups[index]], no_output_arch)
                 builder = self.context.ModuleBuilder(module, options, hasher=hasher, **target)
                 source = builder.codegen("cuda")
                 meta = builder.build_meta()
                 ltoirs, fatbins = builder.get_link_inputs()
             if ltoirs or fatbins:
                 raise RuntimeError("MathDx link inputs")
-            if warp_meta is not None and not meta.items() <= warp_meta.items():
+            return source, meta
+
+        def codegen(index, task):
+            if warp_built is not None and len(groups) == 1:
+                source, meta = warp_built  # Warp generated this very unit
+            else:
+                source, meta = generate(index)
+            if warp_built is not None and not meta.items() <= warp_built[1].items():
                 raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
             header = dict(plan.flags, name=f"unit{index}.cu", include_dir=plan.include_dir,
                           include_dirs=[], pch_dir=plan.pch_dir)
@@ -620,10 +631,11 @@ UNIT_MAX = 2 * UNIT_SPAN
 
 def units(hashes, weights, names):
     """The kernels' indices in units, in the order of their names (then
-    hashes): an edit leaves a kernel where it was."""
-    order = sorted(range(len(hashes)), key=lambda i: (names[i], hashes[i]))
+    hashes): an edit leaves a kernel where it was. A module of one unit
+    keeps Warp's order: its unit is the module Warp generates."""
     if sum(weights) < WEIGHT_SPLIT:
-        return [order]
+        return [list(range(len(hashes)))]
+    order = sorted(range(len(hashes)), key=lambda i: (names[i], hashes[i]))
     out, unit = [], []
     for i in order:
         if weights[i] >= WEIGHT_ALONE:

@@ -183,12 +183,20 @@ def test_a_cold_build_is_warps_module_with_warps_registers(env):
 
 def test_a_module_of_little_code_is_one_unit(env):
     """One NVRTC call for the whole module, as stock Warp makes: several
-    calls of small units each pay NVRTC's start again."""
+    calls of small units each pay NVRTC's start again. Its unit is the
+    source Warp generates for the module: an ahead-of-time build compiles
+    the source Warp's codegen made (no second codegen), a load generates
+    it itself, and both give one image."""
     lines, cubin, meta = env.build(module_source(pad=False))
     units, made, named, cached = built(one_line(lines))
     assert (units, made, cached) == (1, 1, 0)
     _, _, stock_meta = env.build(module_source(pad=False), taskcache=False)
     assert meta.read_bytes() == stock_meta.read_bytes()
+    lines, loaded, loaded_meta = env.build(module_source(pad=False), like_load=True,
+                                           env={"TASKCACHE_DIR": str(env.tmp / "tc-load")})
+    assert built(one_line(lines))[:2] == (1, 1) and "no codegen of the whole module" in lines[0]
+    assert loaded.read_bytes() == cubin.read_bytes()
+    assert loaded_meta.read_bytes() == meta.read_bytes()
 
 
 def test_an_unchanged_module_is_one_record_read(env):
