@@ -222,6 +222,13 @@ class _Integration:
             self.said.add(why)
             _say(self.verbose, why)
 
+    def leave_to_stock(self, name, e):
+        """Says (once) why stock Warp builds this module: a _StepAside's
+        reason, else the error's first line."""
+        why = str(e) if isinstance(e, _StepAside) else (
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        self.say_once(f"{name}: stock Warp builds it: {why}")
+
     # -- a module that a launch loads: built before Warp's codegen -----------------------
 
     def build_before_codegen(self, module, options, output_name):
@@ -262,11 +269,8 @@ class _Integration:
                 f"{self.summary(plan, result)}, no codegen of the whole module")
             return plan.identity, result, recorded_meta(result), (
                 f"{words}, {time.perf_counter() - t0:.3f} s" + self.compiled(result))
-        except _StepAside as e:
-            self.say_once(f"{output_name}: stock Warp builds it: {e}")
         except Exception as e:  # never the program's failure: stock Warp builds it
-            self.say_once(f"{output_name}: stock Warp builds it: {type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}")
+            self.leave_to_stock(output_name, e)
         return _STOCK
 
     def predicted_build_arguments(self, options, suffix):
@@ -331,11 +335,8 @@ class _Integration:
             _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: {self.summary(plan, result)}"
                                f", {time.perf_counter() - t0:.3f} s" + self.compiled(result))
             return True
-        except _StepAside as e:
-            self.say_once(f"{name}: stock Warp builds it: {e}")
         except Exception as e:  # never the program's failure: stock Warp builds it
-            self.say_once(f"{name}: stock Warp builds it: {type(e).__name__}: "
-                          f"{str(e).splitlines()[0] if str(e) else ''}")
+            self.leave_to_stock(name, e)
         return False
 
     @staticmethod

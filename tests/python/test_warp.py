@@ -321,9 +321,11 @@ def test_an_unsupported_warp_version_is_left_alone(env):
     assert "is not one of the versions taskcache.warp supports" in one_line(lines)
 
 
-def test_an_error_inside_is_stock_warp(env):
+@pytest.mark.parametrize("how", ["ahead of time", "as a launch loads it"])
+def test_an_error_inside_is_stock_warp(env, how):
     """A failing compile worker (here: a Python that cannot run it) must not
-    fail the program."""
+    fail the program: stock Warp builds the module, its own .meta beside
+    it, also where taskcache builds before Warp's codegen."""
     bad = env.tmp / "python-that-fails"
     bad.write_text("#!/bin/sh\nexit 3\n")
     bad.chmod(0o755)
@@ -331,8 +333,13 @@ def test_an_error_inside_is_stock_warp(env):
     script.write_text(DRIVER.replace("import taskcache.warp",
                                      f"import taskcache.warp; import sys; "
                                      f"sys.executable = {str(bad)!r}"))
-    lines, binary, _ = env.build(module_source())
+    load = how == "as a launch loads it"
+    lines, binary, meta = env.build(module_source(), like_load=load)
     assert "stock Warp builds it" in one_line(lines) and binary.exists()
+    _, _, stock_meta = env.build(module_source(), taskcache=False, like_load=load)
+    assert meta.read_bytes() == stock_meta.read_bytes()
+    # stock Warp's source is in its cache, not taskcache's placeholder
+    assert "__global__" in binary.with_suffix("").with_suffix(".cu").read_text()
 
 
 def test_the_environment_variable_switches_warp_over(env):
