@@ -22,7 +22,9 @@ and its NVRTC:
   edited units';
 - Warp then loads that cubin through its own path: its cache directory,
   its file names, its .meta, its symbol names. Graphs, launches, adjoints
-  see no difference.
+  see no difference; only a module built before Warp's codegen has no .cu
+  in Warp's cache (wp.capture_save(..., source_fallback=True) says its
+  source is missing).
 
 It needs a PTX compiler at least as new as Warp's NVRTC (warp-lang 1.19
 ships NVRTC 13.4; a CUDA 13.0 ptxas refuses its PTX): NVIDIA's wheels,
@@ -125,6 +127,12 @@ class _StepAside(Exception):
 _STOCK = object()  # build_before_codegen: stock Warp builds this module (said why)
 
 
+def _owned(lock) -> bool:
+    """Whether this thread holds the (re-entrant) lock."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned and owned())
+
+
 # ---- the integration ----------------------------------------------------------------
 
 class _Integration:
@@ -181,14 +189,17 @@ class _Integration:
             if built is not None:
                 # no codegen of the whole module; build_cuda below writes
                 # the image
-                _pending.job = (module, options, None, built)
+                _pending.job = (module, options, None, built, None)
                 return (f"// {FORMAT}: built by taskcache from Warp's kernels one unit at a "
                         f"time; Warp's code generator did not run on the module (removed "
                         f"after the build)\n", "cu", built[2], [], [])
+            # the hasher Warp's codegen reads: a module of one unit compiles
+            # that source only if the build below keys it by the same one
+            hasher = module.hashers.get(options.get("block_dim"))
             result = integration.original_codegen(module, options, is_cpu)
             # the whole module's codegen stays Warp's: its source file and
             # .meta are what Warp writes; the build below is ours
-            _pending.job = None if is_cpu else (module, options, result, None)
+            _pending.job = None if is_cpu else (module, options, result, None, hasher)
             return result
 
         def build_cuda(cu_path, arch, output_path, **kwargs):
@@ -252,6 +263,10 @@ class _Integration:
         # the same for the array access checks (Warp builds every time then)
         if options.get("verify_autograd_array_access"):
             return None
+        # a load from inside Warp's codegen on this thread (a wp.static that
+        # launches): units generated on other threads would wait for its lock
+        if _owned(self.context._codegen_lock):
+            return None
         t0 = time.perf_counter()
         try:
             kw = self.predicted_build_arguments(options, m.group(2))
@@ -266,7 +281,7 @@ class _Integration:
                 result = self.build_units(plan, module, options, None)
             self.check(result, plan)
             words = "module record hit, no codegen" if hit else (
-                f"{self.summary(plan, result)}, no codegen of the whole module")
+                f"{self.summary(plan, result)}, built before Warp's codegen, which did not run")
             return plan.identity, result, recorded_meta(result), (
                 f"{words}, {time.perf_counter() - t0:.3f} s" + self.compiled(result))
         except Exception as e:  # never the program's failure: stock Warp builds it
@@ -290,7 +305,7 @@ class _Integration:
         """Writes the image built before codegen when build_cuda got what
         it was built for (None: done); else runs Warp's codegen now, as it
         would have, and returns the job to build."""
-        module, options, _, (identity, result, meta, words) = job
+        module, options, _, (identity, result, meta, words), _ = job
         name = os.path.basename(output_path)
         try:
             plan = self.plan(module, options, arch, output_path, kwargs, (), ())
@@ -311,7 +326,7 @@ class _Integration:
         meta.clear()  # the dict Warp writes as the .meta after this build
         meta.update(generated[2])
         kwargs.update(ltoirs=generated[3], fatbins=generated[4])  # for stock Warp's build
-        return module, options, generated, None
+        return module, options, generated, None, None
 
     # -- one module ----------------------------------------------------------------------
 
@@ -320,13 +335,14 @@ class _Integration:
         stock Warp must."""
         name = os.path.basename(output_path)
         try:
-            module, options, (source, _ext, meta, ltoirs, fatbins), _ = job
+            module, options, (source, _ext, meta, ltoirs, fatbins), _, hasher = job
             plan = self.plan(module, options, arch, output_path, kwargs, ltoirs, fatbins)
             t0 = time.perf_counter()
             result = self.open_cache().lookup_group(plan.group_key, plan.options,
                                                     version=plan.version)
             if result is None:
-                result = self.build_units(plan, module, options, (source, meta))
+                result = self.build_units(plan, module, options, (source, meta),
+                                          reuse_source=plan.hasher is hasher)
             if recorded_meta(result) != meta:
                 raise _StepAside("the kernels' metadata differ from Warp's .meta")
             image = self.check(result, plan)
@@ -372,6 +388,9 @@ class _Integration:
                "options'")
         if why:
             raise _StepAside(why)
+        if _owned(self.context._codegen_lock):
+            raise _StepAside("a build inside Warp's code generator on this thread (its units "
+                             "are generated on other threads, which would wait for it)")
         ptxas, _release, nvrtc = self.ensure_toolchain()
         hasher = module.hashers.get(options["block_dim"])
         kernels = list(hasher.get_unique_kernels()) if hasher is not None else []
@@ -390,14 +409,15 @@ class _Integration:
                      taskcache.Options(arch=f"sm_{arch}{suffix}", ptxas=ptxas, jobs=self.jobs),
                      f"{FORMAT}; warp {self.warp_version}", self.include_dir(), kw.get("pch_dir"))
 
-    def build_units(self, plan, module, options, warp_built):
+    def build_units(self, plan, module, options, warp_built, reuse_source=False):
         """The module from tasks of a few kernels each (units), those the
         cache lacks generated and compiled, with its group manifest. Where
         Warp's codegen ran on the whole module (warp_built: its source and
         .meta), each unit's metadata must be what Warp's .meta says of its
         kernels, or the build fails before any record is stored (a later
         record hit writes the records' metadata as the .meta), and a module
-        of one unit compiles Warp's source; a build before Warp's codegen
+        of one unit compiles Warp's source when Warp generated it from the
+        hasher that keys the build (reuse_source); a build before Warp's codegen
         (warp_built None) has each kernel's metadata from Warp's builder of
         its unit. A unit of every kernel is generated as Warp generates the
         module (its hasher, its order), so both give it the same source."""
@@ -431,7 +451,7 @@ class _Integration:
             return source, meta
 
         def codegen(index, task):
-            if warp_built is not None and len(groups) == 1:
+            if reuse_source and len(groups) == 1:
                 source, meta = warp_built  # Warp generated this very unit
             else:
                 source, meta = generate(index)
