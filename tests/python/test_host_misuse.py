@@ -277,6 +277,9 @@ SIGINT_HOST = textwrap.dedent('''
 
     tasks = [tc.Task(f"k{i}", f"k{i}") for i in range(20)]
     out = {}
+    # Python's own Ctrl-C handler, also where this runs with SIGINT ignored
+    # (a background job of a script), which Python then leaves ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with tc.Cache(sys.argv[2]) as cache:
         # Ctrl-C while codegen runs on the library's worker threads
         threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
