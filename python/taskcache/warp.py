@@ -41,6 +41,7 @@ configuration file the package installs switches Warp over when it is
 imported), or `taskcache run -- python3 prog.py`, which sets it.
 """
 
+import collections
 import hashlib
 import json
 import os
@@ -126,6 +127,11 @@ class _StepAside(Exception):
 
 _STOCK = object()  # build_before_codegen: stock Warp builds this module (said why)
 
+# What Module._compile's codegen step leaves for build_cuda: Warp's codegen
+# result (source, ext, meta, ltoirs, fatbins) and the hasher it read, or
+# what build_before_codegen built (identity, result, meta, log words).
+_Job = collections.namedtuple("_Job", "module options generated hasher built")
+
 
 def _owned(lock) -> bool:
     """Whether this thread holds the (re-entrant) lock."""
@@ -189,7 +195,7 @@ class _Integration:
             if built is not None:
                 # no codegen of the whole module; build_cuda below writes
                 # the image
-                _pending.job = (module, options, None, built, None)
+                _pending.job = _Job(module, options, None, None, built)
                 return (f"// {FORMAT}: built by taskcache from Warp's kernels one unit at a "
                         f"time; Warp's code generator did not run on the module (removed "
                         f"after the build)\n", "cu", built[2], [], [])
@@ -199,12 +205,12 @@ class _Integration:
             result = integration.original_codegen(module, options, is_cpu)
             # the whole module's codegen stays Warp's: its source file and
             # .meta are what Warp writes; the build below is ours
-            _pending.job = None if is_cpu else (module, options, result, None, hasher)
+            _pending.job = None if is_cpu else _Job(module, options, result, hasher, None)
             return result
 
         def build_cuda(cu_path, arch, output_path, **kwargs):
             job, _pending.job = getattr(_pending, "job", None), None
-            if job is not None and job[3] is not None:
+            if job is not None and job.built is not None:
                 job = integration.use_built_module(job, cu_path, arch, output_path, kwargs)
                 if job is None:
                     return None
@@ -263,15 +269,13 @@ class _Integration:
         # the same for the array access checks (Warp builds every time then)
         if options.get("verify_autograd_array_access"):
             return None
-        # a load from inside Warp's codegen on this thread (a wp.static that
-        # launches): units generated on other threads would wait for its lock
-        if _owned(self.context._codegen_lock):
-            return None
         t0 = time.perf_counter()
         try:
             kw = self.predicted_build_arguments(options, m.group(2))
             plan = self.plan(module, options, options["output_arch"], output_name, kw, (), ())
-        except Exception:  # anything unusual: Warp's codegen, then the usual path
+        except Exception:
+            # anything unusual (a load inside Warp's codegen on this thread,
+            # which plan() refuses): Warp's codegen, then the usual path
             return None
         try:
             result = self.open_cache().lookup_group(plan.group_key, plan.options,
@@ -279,10 +283,11 @@ class _Integration:
             hit = result is not None
             if not hit:
                 result = self.build_units(plan, module, options, None)
-            self.check(result, plan)
+            meta = recorded_meta(result)
+            self.check(result, meta, plan)
             words = "module record hit, no codegen" if hit else (
                 f"{self.summary(plan, result)}, built before Warp's codegen, which did not run")
-            return plan.identity, result, recorded_meta(result), (
+            return plan.identity, result, meta, (
                 f"{words}, {time.perf_counter() - t0:.3f} s" + self.compiled(result))
         except Exception as e:  # never the program's failure: stock Warp builds it
             self.leave_to_stock(output_name, e)
@@ -305,7 +310,8 @@ class _Integration:
         """Writes the image built before codegen when build_cuda got what
         it was built for (None: done); else runs Warp's codegen now, as it
         would have, and returns the job to build."""
-        module, options, _, (identity, result, meta, words), _ = job
+        module, options = job.module, job.options
+        identity, result, meta, words = job.built
         name = os.path.basename(output_path)
         try:
             plan = self.plan(module, options, arch, output_path, kwargs, (), ())
@@ -326,7 +332,7 @@ class _Integration:
         meta.clear()  # the dict Warp writes as the .meta after this build
         meta.update(generated[2])
         kwargs.update(ltoirs=generated[3], fatbins=generated[4])  # for stock Warp's build
-        return module, options, generated, None, None
+        return _Job(module, options, generated, None, None)
 
     # -- one module ----------------------------------------------------------------------
 
@@ -335,17 +341,19 @@ class _Integration:
         stock Warp must."""
         name = os.path.basename(output_path)
         try:
-            module, options, (source, _ext, meta, ltoirs, fatbins), _, hasher = job
+            module, options = job.module, job.options
+            source, _ext, meta, ltoirs, fatbins = job.generated
             plan = self.plan(module, options, arch, output_path, kwargs, ltoirs, fatbins)
             t0 = time.perf_counter()
             result = self.open_cache().lookup_group(plan.group_key, plan.options,
                                                     version=plan.version)
             if result is None:
                 result = self.build_units(plan, module, options, (source, meta),
-                                          reuse_source=plan.hasher is hasher)
-            if recorded_meta(result) != meta:
+                                          reuse_source=plan.hasher is job.hasher)
+            recorded = recorded_meta(result)
+            if recorded != meta:
                 raise _StepAside("the kernels' metadata differ from Warp's .meta")
-            image = self.check(result, plan)
+            image = self.check(result, recorded, plan)
             with open(output_path, "wb") as f:
                 f.write(image)
             _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: {self.summary(plan, result)}"
@@ -471,10 +479,10 @@ class _Integration:
                                  group_key=plan.group_key)
 
     @staticmethod
-    def check(result, plan):
+    def check(result, meta, plan):
         """The image, when it holds the module: every kernel its metadata
-        names, and a forward entry point for every kernel of the module."""
-        meta = recorded_meta(result)
+        (recorded_meta) names, and a forward entry point for every kernel
+        of the module."""
         entries = {e.name for e in result.entries}
         named = [k[:-len("_smem_bytes")] for k in meta if k.endswith("_smem_bytes")]
         named += [k.get_mangled_name(kernel_hash=h) + "_cuda_kernel_forward"
