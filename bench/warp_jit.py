@@ -282,7 +282,13 @@ def measure(name, work, frames, timeout, repeat, remote):
     base.pop("TASKCACHE_REMOTE", None)
 
     def env(warp_cache, tc_cache=None, remote=None):
-        e = dict(base, WARP_CACHE_PATH=str(warp_cache))
+        # NVRTC (12.9 and later, with a driver) keeps what it compiled on
+        # disk, in the CUDA cache: a run that found another run's entries
+        # there would not be cold. Each Warp cache gets a CUDA cache of its
+        # own (stock's cells share one, taskcache's another, each second
+        # machine its own)
+        e = dict(base, WARP_CACHE_PATH=str(warp_cache),
+                 CUDA_CACHE_PATH=f"{warp_cache}-cuda-cache")
         if tc_cache:
             e["TASKCACHE_DIR"] = str(tc_cache)
             e["TASKCACHE_LOG"] = "/dev/stderr"  # taskcache.warp's line per module

@@ -64,7 +64,7 @@ SUPPORTED = ("1.18.", "1.19.")
 
 # Part of every key: a change to how this adapter builds a kernel's source,
 # its PTX or its records bumps it.
-FORMAT = "taskcache.warp 4"
+FORMAT = "taskcache.warp 5"
 
 _lock = threading.Lock()
 _on = None          # the _Integration while enabled
@@ -259,14 +259,19 @@ class _Integration:
         m = re.search(r"\.sm(\d+)([a-z]?)\.cubin$", output_name or "")
         if not m or options.get("output_arch") != int(m.group(1)):
             return None
-        # Warp's deterministic mode reads launch data that building the
-        # adjoints leaves on each kernel (Module.load rebuilds them only when
-        # _compile did not compile): there, codegen runs as usual
+        # Warp's deterministic mode launches with data that building the
+        # kernels leaves on each one (Module.load rebuilds it only when
+        # _compile did not compile). A record hit has use_built_module
+        # rebuild it with Warp's own method, as a stock load from Warp's
+        # cache does; a miss runs Warp's codegen first, which builds it
+        # anyway (a rebuild costs what codegen does)
         det = options.get("deterministic")
         modes = getattr(self.warp_config, "DeterministicMode", None)
-        if det and not (modes is not None and det == modes.NOT_GUARANTEED):
+        launch_data = bool(det) and not (modes is not None and det == modes.NOT_GUARANTEED)
+        if launch_data and not hasattr(module, "_snapshot_deterministic_metadata"):
             return None
-        # the same for the array access checks (Warp builds every time then)
+        # the array access checks read what codegen marks (Warp builds every
+        # time then): codegen runs first
         if options.get("verify_autograd_array_access"):
             return None
         t0 = time.perf_counter()
@@ -282,6 +287,8 @@ class _Integration:
                                                     version=plan.version)
             hit = result is not None
             if not hit:
+                if launch_data:
+                    return None
                 result = self.build_units(plan, module, options, None)
             meta = recorded_meta(result)
             self.check(result, meta, plan)
@@ -316,6 +323,7 @@ class _Integration:
         try:
             plan = self.plan(module, options, arch, output_path, kwargs, (), ())
             if plan.identity == identity:
+                self.rebuild_launch_data(module, options)
                 with open(output_path, "wb") as f:
                     f.write(result.image)
                 # no source file: Warp's cache then has none for this module
@@ -333,6 +341,16 @@ class _Integration:
         meta.update(generated[2])
         kwargs.update(ltoirs=generated[3], fatbins=generated[4])  # for stock Warp's build
         return _Job(module, options, generated, None, None)
+
+    @staticmethod
+    def rebuild_launch_data(module, options):
+        """What building its kernels leaves on each for a launch in Warp's
+        deterministic mode (DeterministicMeta), made again by Warp's own
+        method: Warp's codegen did not run on this module, and units from
+        the cache ran none at all. A no-op outside that mode."""
+        snapshot = getattr(module, "_snapshot_deterministic_metadata", None)
+        if snapshot is not None:
+            snapshot(options["block_dim"], options, rebuild=True)
 
     # -- one module ----------------------------------------------------------------------
 
@@ -431,9 +449,11 @@ class _Integration:
         module (its hasher, its order), so both give it the same source."""
         cache = self.open_cache()
         hashes = plan.hashes
+        self.warm_workers(plan, options)
         with self.context._codegen_lock:  # adjoints are Warp's shared state
             weights = [kernel_weight(k) for k in plan.kernels]
-        groups = plan.units = units(hashes, weights, [k.key for k in plan.kernels])
+        groups = plan.units = heaviest_first(units(hashes, weights, [k.key for k in plan.kernels]),
+                                             weights)
         tasks = [taskcache.Task(plan.kernels[g[0]].get_mangled_name(kernel_hash=hashes[g[0]])
                                 + (f" and {len(g) - 1} more" if len(g) > 1 else ""),
                                 hashlib.sha256(plan.identity.encode()
@@ -562,6 +582,30 @@ class _Integration:
             with open(out, "rb") as f:
                 return f.read()
 
+    def warm_workers(self, plan, options):
+        """At the first build that compiles anything (a cold start, most
+        likely, with more to come): every worker started now, in the
+        background, each making NVRTC's precompiled header of Warp's
+        module header (a worker's first compile costs its start and that,
+        0.3-0.5 s), so that the first module of many units finds them
+        ready. A worker that is asked for a unit before its warm-up ends
+        waits for it, as it would have had to make the header anyway. At
+        most WARM_WORKERS: each holds 130 MB, and a larger machine starts
+        the rest when a module has that many units."""
+        if self.workers is not None or self.jobs < 2:
+            return
+        import warp._src.codegen as codegen
+        try:  # what Warp's ModuleBuilder puts before a module's code, as far as
+            # the headers: the precompiled header holds what they declare
+            prefix = ("#define WP_NO_BFLOAT16\n"
+                      + codegen.cuda_module_header.format(block_dim=options["block_dim"])
+                      + (options.get("extra_cuda_preamble") or "") + codegen.codegen_cast_macros)
+        except (AttributeError, KeyError, IndexError, ValueError):
+            return  # another Warp's internals: workers start when units need them
+        header = dict(plan.flags, name="warm_up.cu", include_dir=plan.include_dir,
+                      include_dirs=[], pch_dir=plan.pch_dir)
+        self.ensure_workers().warm_up(header, prefix.encode(), WARM_WORKERS)
+
     def ensure_workers(self):
         with self.setup_lock:
             if self.workers is None:
@@ -679,6 +723,15 @@ def units(hashes, weights, names):
     return out
 
 
+def heaviest_first(groups, weights):
+    """The units, those of most code first (then as they came): the tasks
+    start in this order and Warp's codegen runs one unit at a time, so the
+    unit that takes longest, which bounds the build, starts first rather
+    than after the codegen of those before it in name order. The image
+    links the units in this order, which follows from the text alone."""
+    return sorted(groups, key=lambda g: -sum(weights[i] for i in g))
+
+
 def kernel_weight(kernel):
     """How much code a kernel compiles: the characters of its source and of
     every user function it reaches (each once), as Warp's hasher finds
@@ -735,6 +788,9 @@ def ptxas_release(path):
 
 # ---- NVRTC in worker processes ----------------------------------------------------------
 
+# Workers started ahead, at a program's first compile (a 16-core machine's).
+WARM_WORKERS = 15
+
 class _Workers:
     """Up to n worker processes (taskcache/_nvrtc_worker.py), started as
     compiles need them and kept for the process's life: NVRTC keeps its
@@ -768,6 +824,20 @@ class _Workers:
                 return self.idle.get(timeout=0.2)
             except queue.Empty:
                 pass
+
+    def warm_up(self, header, source, at_most):
+        """Starts workers not yet started, up to at_most in all, each
+        compiling source on a thread of its own; what it makes stays in its
+        memory."""
+        def one():
+            try:
+                self.compile(header, source)
+            except Exception:
+                pass  # a unit's compile then starts the worker again, and says why it fails
+        with self.lock:
+            missing = min(self.n, at_most) - self.started
+        for _ in range(missing):
+            threading.Thread(target=one, name="taskcache-nvrtc-warm-up", daemon=True).start()
 
     def compile(self, header, source):
         p = self.take()

@@ -67,7 +67,7 @@ DRIVER = textwrap.dedent("""
         import taskcache.warp
         if spec.get("fake_version"):
             wp.config.version = spec["fake_version"]
-        print("ENABLED", taskcache.warp.enable(verbose=True), flush=True)
+        print("ENABLED", taskcache.warp.enable(verbose=True, jobs=spec.get("jobs")), flush=True)
         if spec.get("mispredict"):
             # the build arguments guessed before codegen not what build_cuda gets
             on = taskcache.warp._on
@@ -113,10 +113,30 @@ DRIVER = textwrap.dedent("""
         name = m._get_compile_output_name(None, 90, "", False, block_dim=m.options["block_dim"])
         m._compile(None, spec["out"], output_name=name, output_arch=90)
         paths = [os.path.join(spec["out"], name)]
+        if spec.get("launch_data"):
+            # what Module.load hands each launch after a compile, in Warp's
+            # deterministic mode
+            options = m.resolve_options(wp.config)
+            snap = m._snapshot_deterministic_metadata(options["block_dim"], options, rebuild=False)
+            import dataclasses
+            def canon(v):  # sets in a stable order (their order follows string hashes)
+                if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                    return {f.name: canon(getattr(v, f.name)) for f in dataclasses.fields(v)}
+                if isinstance(v, (set, frozenset)):
+                    return sorted((canon(x) for x in v), key=json.dumps)
+                if isinstance(v, dict):
+                    return sorted(([canon(k), canon(x)] for k, x in v.items()), key=json.dumps)
+                if isinstance(v, (list, tuple)):
+                    return [canon(x) for x in v]
+                return repr(v)
+            print("LAUNCH", json.dumps({k: canon(v) for k, v in sorted(snap.items())}))
     else:
         paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
                                       use_ptx=spec.get("use_ptx", False))
     print("PATHS", json.dumps([str(p) for p in paths]))
+    if spec.get("taskcache") and taskcache.warp.enabled():
+        workers = taskcache.warp._on.workers
+        print("WORKERS", len(workers.all) if workers else 0)
 """)
 
 
@@ -143,6 +163,7 @@ class Env:
         p = subprocess.run([sys.executable, str(self.tmp / "driver.py"), json.dumps(spec)],
                            env=env, capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout + p.stderr
+        self.stdout = p.stdout
         lines = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
         paths = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("PATHS"))[6:])
         binary = next(pathlib.Path(x) for x in paths if x.endswith((".cubin", ".ptx")))
@@ -251,19 +272,80 @@ def test_a_wrong_guess_of_the_build_arguments_is_warps_codegen_then(env):
     assert "__global__" in cubin.with_suffix("").with_suffix(".cu").read_text()
 
 
-@pytest.mark.parametrize("spec", [{"deterministic": True},
-                                  {"config": {"verify_autograd_array_access": True}}])
-def test_modes_that_read_what_codegen_leaves_keep_it(env, spec):
+SCATTER = """
+
+@wp.kernel
+def scatter(x: wp.array(dtype=float), at: wp.array(dtype=int), out: wp.array(dtype=float)):
+    t = wp.tid()
+    wp.atomic_add(out, at[t], x[t] * 2.0)
+"""
+
+
+def launch_data(env):
+    line = next(l for l in env.stdout.splitlines() if l.startswith("LAUNCH "))
+    return json.loads(line[7:])
+
+
+def test_deterministic_mode_gets_the_launch_data_codegen_leaves(env):
     """Warp's deterministic mode launches with data that building the
-    kernels leaves behind (a second machine that skipped it launched with
-    invalid arguments), and its array access checks read what it marks:
-    there the record is used after Warp's codegen."""
-    _, first, _ = env.build(module_source(), like_load=True, **spec)
-    lines, cubin, _ = env.build(module_source(), like_load=True, **spec)
+    kernels leaves on each one (a second machine that skipped it launched
+    with invalid arguments). A module that a load reads from its record,
+    with no codegen at all, hands its launches what stock Warp's codegen
+    leaves, with stock's .meta; one that misses runs Warp's codegen first
+    (which makes that data anyway)."""
+    source = module_source() + SCATTER
+    det = {"like_load": True, "deterministic": True, "launch_data": True}
+    _, _, stock_meta = env.build(source, taskcache=False, **det)
+    stock = launch_data(env)
+    assert "det_scatter" in json.dumps(stock)  # something to hand over
+    lines, cold, meta = env.build(source, **det)
+    assert "built before Warp's codegen" not in one_line(lines)
+    assert built(lines[0])[1] > 1
+    assert launch_data(env) == stock and meta.read_bytes() == stock_meta.read_bytes()
+    lines, hit, meta = env.build(source, **det)
+    assert f": {N + 1} kernels: module record hit, no codegen," in one_line(lines)
+    assert launch_data(env) == stock and meta.read_bytes() == stock_meta.read_bytes()
+    assert hit.read_bytes() == cold.read_bytes()
+
+
+def test_array_access_checks_keep_warps_codegen(env):
+    """Warp's array access checks read what its codegen marks: there the
+    record is used after Warp's codegen."""
+    spec = {"like_load": True, "config": {"verify_autograd_array_access": True}}
+    _, first, _ = env.build(module_source(), **spec)
+    lines, cubin, _ = env.build(module_source(), **spec)
     assert f": {N} kernels: module record hit," in one_line(lines)
     assert "no codegen" not in lines[0]
     assert cubin.read_bytes() == first.read_bytes()
     assert "__global__" in cubin.with_suffix("").with_suffix(".cu").read_text()
+
+
+def test_the_heaviest_unit_starts_first(env):
+    """Warp's codegen runs one unit at a time, in the order the tasks
+    start: the unit of most code, which bounds a cold build, starts first,
+    though its name comes last."""
+    heavy = "\n".join(["", "@wp.kernel",
+                       "def zz_heavy(x: wp.array(dtype=float), out: wp.array(dtype=float)):",
+                       *(["    # " + "padding " * 31] * 48), "    t = wp.tid()",
+                       "    out[t] = wp.sin(x[t])", ""])
+    trace = env.tmp / "trace.json"
+    lines, _, _ = env.build(module_source() + heavy, like_load=True,
+                            env={"TASKCACHE_TRACE": str(trace)})
+    assert built(one_line(lines))[1] > 2
+    text = trace.read_text().rstrip().rstrip(",")  # a trace may end without its "]"
+    events = json.loads(text if text.endswith("]") else text + "]")
+    codegen = sorted((e for e in events if e.get("cat") == "codegen"), key=lambda e: e["ts"])
+    assert len(codegen) > 2 and codegen[0]["name"].startswith("zz_heavy_")
+
+
+def test_workers_start_at_the_first_compile(env):
+    """A program's first compile starts the NVRTC worker processes (jobs - 1
+    of them) in the background, where each makes NVRTC's precompiled header
+    before a module of many units needs it; the module itself, of one unit,
+    compiles in the program's own process."""
+    lines, _, _ = env.build(module_source(pad=False), like_load=True, jobs=3)
+    assert built(one_line(lines))[:2] == (1, 1)
+    assert "WORKERS 2" in env.stdout.splitlines()
 
 
 def test_modules_built_side_by_side(env):
