@@ -449,7 +449,6 @@ class _Integration:
         module (its hasher, its order), so both give it the same source."""
         cache = self.open_cache()
         hashes = plan.hashes
-        self.warm_workers(plan, options)
         with self.context._codegen_lock:  # adjoints are Warp's shared state
             weights = [kernel_weight(k) for k in plan.kernels]
         groups = plan.units = heaviest_first(units(hashes, weights, [k.key for k in plan.kernels]),
@@ -495,8 +494,11 @@ class _Integration:
                                    f"all its kernels")
             return ptx, json.dumps(meta, sort_keys=True).encode()
 
-        return cache.build_tasks(tasks, codegen, plan.options, version=plan.version,
-                                 group_key=plan.group_key)
+        result = cache.build_tasks(tasks, codegen, plan.options, version=plan.version,
+                                   group_key=plan.group_key)
+        if all(t.codegen_ran for t in result.tasks):
+            self.warm_workers(plan, options)
+        return result
 
     @staticmethod
     def check(result, meta, plan):
@@ -583,15 +585,17 @@ class _Integration:
                 return f.read()
 
     def warm_workers(self, plan, options):
-        """At the first build that compiles anything (a cold start, most
-        likely, with more to come): every worker started now, in the
+        """After the first build that found none of its units in the cache
+        (a cold start, most likely, with more modules to come; an edit
+        finds the module's other units): every worker started now, in the
         background, each making NVRTC's precompiled header of Warp's
         module header (a worker's first compile costs its start and that,
-        0.3-0.5 s), so that the first module of many units finds them
-        ready. A worker that is asked for a unit before its warm-up ends
-        waits for it, as it would have had to make the header anyway. At
-        most WARM_WORKERS: each holds 130 MB, and a larger machine starts
-        the rest when a module has that many units."""
+        0.3-0.5 s), so that the next module of many units finds them
+        ready. After the build, not during it: the processes starting would
+        take cores from its own compiles. A worker that is asked for a unit
+        before its warm-up ends waits for it, as it would have had to make
+        the header anyway. At most WARM_WORKERS: each holds 130 MB, and a
+        larger machine starts the rest when a module has that many units."""
         if self.workers is not None or self.jobs < 2:
             return
         import warp._src.codegen as codegen
@@ -802,6 +806,7 @@ class _Workers:
         self.started = 0
         self.lock = threading.Lock()
         self.all = []
+        self.warming = []  # warm_up's threads
 
     def take(self):
         """An idle worker, or a new one while fewer than n run. Waits in
@@ -837,7 +842,9 @@ class _Workers:
         with self.lock:
             missing = min(self.n, at_most) - self.started
         for _ in range(missing):
-            threading.Thread(target=one, name="taskcache-nvrtc-warm-up", daemon=True).start()
+            t = threading.Thread(target=one, name="taskcache-nvrtc-warm-up", daemon=True)
+            t.start()
+            self.warming.append(t)
 
     def compile(self, header, source):
         p = self.take()

@@ -136,6 +136,8 @@ DRIVER = textwrap.dedent("""
     print("PATHS", json.dumps([str(p) for p in paths]))
     if spec.get("taskcache") and taskcache.warp.enabled():
         workers = taskcache.warp._on.workers
+        for t in workers.warming if workers else ():
+            t.join()
         print("WORKERS", len(workers.all) if workers else 0)
 """)
 
@@ -338,14 +340,20 @@ def test_the_heaviest_unit_starts_first(env):
     assert len(codegen) > 2 and codegen[0]["name"].startswith("zz_heavy_")
 
 
-def test_workers_start_at_the_first_compile(env):
-    """A program's first compile starts the NVRTC worker processes (jobs - 1
-    of them) in the background, where each makes NVRTC's precompiled header
-    before a module of many units needs it; the module itself, of one unit,
-    compiles in the program's own process."""
+def test_workers_start_after_a_cold_build(env):
+    """A build that found none of its units in the cache (a cold start)
+    starts the NVRTC worker processes (jobs - 1 of them) in the
+    background, where each makes NVRTC's precompiled header before a
+    module of many units needs it; the module itself, of one unit,
+    compiled in the program's own process. An edit, whose other units come
+    from the cache, starts none but for its own compiles."""
     lines, _, _ = env.build(module_source(pad=False), like_load=True, jobs=3)
     assert built(one_line(lines))[:2] == (1, 1)
     assert "WORKERS 2" in env.stdout.splitlines()
+    env.build(module_source(), like_load=True, jobs=3)
+    lines, _, _ = env.build(module_source(edit=3), like_load=True, jobs=3)
+    units, made, _, cached = built(one_line(lines))
+    assert cached > 0 and f"WORKERS {made - 1}" in env.stdout.splitlines()
 
 
 def test_modules_built_side_by_side(env):
