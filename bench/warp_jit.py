@@ -6,7 +6,9 @@ docs/warp.md).
 
 For each program it times, from process start to exit with a few frames of
 work, in this order:
-  stock cold     empty Warp kernel cache
+  stock cold     empty Warp kernel cache (and an empty CUDA cache, where
+                 NVRTC keeps what it compiled: each Warp cache below has
+                 one of its own)
   stock warm     the same cache again (no codegen, no compile): the baseline
   tc cold        empty Warp cache, empty taskcache cache
   tc warm        the same Warp cache again (Warp's own cache hit)
