@@ -585,9 +585,9 @@ class _Integration:
                 return f.read()
 
     def warm_workers(self, plan, options):
-        """After the first build that found none of its units in the cache
-        (a cold start, most likely, with more modules to come; an edit
-        finds the module's other units): every worker started now, in the
+        """After a build that found none of its units in the cache (a cold
+        start, most likely, with more modules to come; an edit finds the
+        module's other units): the workers not yet started start now, in the
         background, each making NVRTC's precompiled header of Warp's
         module header (a worker's first compile costs its start and that,
         0.3-0.5 s), so that the next module of many units finds them
@@ -596,7 +596,8 @@ class _Integration:
         before its warm-up ends waits for it, as it would have had to make
         the header anyway. At most WARM_WORKERS: each holds 130 MB, and a
         larger machine starts the rest when a module has that many units."""
-        if self.workers is not None or self.jobs < 2:
+        if self.jobs < 2 or (self.workers is not None and self.workers.started >= min(
+                self.workers.n, WARM_WORKERS)):
             return
         import warp._src.codegen as codegen
         try:  # what Warp's ModuleBuilder puts before a module's code, as far as
@@ -792,7 +793,8 @@ def ptxas_release(path):
 
 # ---- NVRTC in worker processes ----------------------------------------------------------
 
-# Workers started ahead, at a program's first compile (a 16-core machine's).
+# Workers started ahead, after a cold build (a 16-core machine's: each holds
+# 130 MB).
 WARM_WORKERS = 15
 
 class _Workers:
@@ -817,26 +819,36 @@ class _Workers:
                 return self.idle.get_nowait()
             except queue.Empty:
                 pass
-            with self.lock:
-                if self.started < self.n:
-                    script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
-                    p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                    self.started += 1
-                    self.all.append(p)
-                    return p
+            p = self.start(self.n)
+            if p is not None:
+                return p
             try:
                 return self.idle.get(timeout=0.2)
             except queue.Empty:
                 pass
 
+    def start(self, at_most):
+        """A new worker process while fewer than at_most run, else None."""
+        with self.lock:
+            if self.started >= at_most:
+                return None
+            script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
+            p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self.started += 1
+            self.all.append(p)
+            return p
+
     def warm_up(self, header, source, at_most):
         """Starts workers not yet started, up to at_most in all, each
-        compiling source on a thread of its own; what it makes stays in its
-        memory."""
+        compiling source on a thread of its own (idle workers made theirs
+        already); what it makes stays in its memory."""
         def one():
+            p = self.start(min(self.n, at_most))
+            if p is None:
+                return
             try:
-                self.compile(header, source)
+                self.compile(header, source, p)
             except Exception:
                 pass  # a unit's compile then starts the worker again, and says why it fails
         with self.lock:
@@ -846,8 +858,10 @@ class _Workers:
             t.start()
             self.warming.append(t)
 
-    def compile(self, header, source):
-        p = self.take()
+    def compile(self, header, source, worker=None):
+        """The PTX of source, compiled by worker (one just started), else
+        by an idle or new one."""
+        p = worker or self.take()
         try:
             h = json.dumps(header).encode()
             p.stdin.write(struct.pack(">II", len(h), len(source)) + h + source)

@@ -350,7 +350,9 @@ def test_workers_start_after_a_cold_build(env):
     lines, _, _ = env.build(module_source(pad=False), like_load=True, jobs=3)
     assert built(one_line(lines))[:2] == (1, 1)
     assert "WORKERS 2" in env.stdout.splitlines()
-    env.build(module_source(), like_load=True, jobs=3)
+    # a cold module of a few units starts those its units need, then the rest
+    lines, _, _ = env.build(module_source(), like_load=True, jobs=12)
+    assert built(one_line(lines))[0] < 11 and "WORKERS 11" in env.stdout.splitlines()
     lines, _, _ = env.build(module_source(edit=3), like_load=True, jobs=3)
     units, made, _, cached = built(one_line(lines))
     assert cached > 0 and f"WORKERS {made - 1}" in env.stdout.splitlines()
