@@ -484,8 +484,7 @@ class _Integration:
                 source, meta = generate(index)
             if warp_built is not None and not meta.items() <= warp_built[1].items():
                 raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
-            header = dict(plan.flags, name=f"unit{index}.cu", include_dir=plan.include_dir,
-                          include_dirs=[], pch_dir=plan.pch_dir)
+            header = plan.nvrtc_header(f"unit{index}.cu")
             ptx = drop_unused_module_data(self.compile_ptx(header, source.encode()).rstrip(b"\0"))
             shared = shared_module_variables(ptx)
             if shared:
@@ -596,8 +595,7 @@ class _Integration:
         before its warm-up ends waits for it, as it would have had to make
         the header anyway. At most WARM_WORKERS: each holds 130 MB, and a
         larger machine starts the rest when a module has that many units."""
-        if self.jobs < 2 or (self.workers is not None and self.workers.started >= min(
-                self.workers.n, WARM_WORKERS)):
+        if self.jobs < 2:
             return
         import warp._src.codegen as codegen
         try:  # what Warp's ModuleBuilder puts before a module's code, as far as
@@ -607,9 +605,8 @@ class _Integration:
                       + (options.get("extra_cuda_preamble") or "") + codegen.codegen_cast_macros)
         except (AttributeError, KeyError, IndexError, ValueError):
             return  # another Warp's internals: workers start when units need them
-        header = dict(plan.flags, name="warm_up.cu", include_dir=plan.include_dir,
-                      include_dirs=[], pch_dir=plan.pch_dir)
-        self.ensure_workers().warm_up(header, prefix.encode(), WARM_WORKERS)
+        self.ensure_workers().warm_up(plan.nvrtc_header("warm_up.cu"), prefix.encode(),
+                                      WARM_WORKERS)
 
     def ensure_workers(self):
         with self.setup_lock:
@@ -644,6 +641,13 @@ class _Plan:
         for h in sorted(self.hashes):
             digest.update(h)
         self.group_key = digest.digest()
+
+    def nvrtc_header(self, name):
+        """What an NVRTC worker (or compile_here) is given with a source of
+        this build: the build's flags, the source's name, Warp's include
+        and precompiled-header directories."""
+        return dict(self.flags, name=name, include_dir=self.include_dir, include_dirs=[],
+                    pch_dir=self.pch_dir)
 
 
 # A module-scope variable of internal linkage, declared on one line:
