@@ -12,6 +12,10 @@ work, in this order:
   stock warm     the same cache again (no codegen, no compile): the baseline
   tc cold        empty Warp cache, empty taskcache cache
   tc warm        the same Warp cache again (Warp's own cache hit)
+  tc ahead       cold again, but with the load order "tc cold" left: an
+                 empty Warp cache and no records, as after a Warp upgrade
+                 (taskcache.warp builds the modules that came after a
+                 missing one in the background)
   tc remote      a second machine: empty Warp cache, empty taskcache cache,
                  the records of "tc cold" on an HTTP remote (a store of what is
                  PUT, started by this script)
@@ -62,8 +66,8 @@ PROGRAMS = {
                         "newton/_src/solvers/xpbd/kernels.py"),
 }
 
-SCENARIOS = ["stock cold", "stock warm", "tc cold", "tc warm", "tc remote", "stock edit",
-             "tc edit"]
+SCENARIOS = ["stock cold", "stock warm", "tc cold", "tc warm", "tc ahead", "tc remote",
+             "stock edit", "tc edit"]
 REPEATED = ("stock warm", "tc warm", "tc remote")
 
 
@@ -293,6 +297,7 @@ def measure(name, work, frames, timeout, repeat, remote):
                  CUDA_CACHE_PATH=f"{warp_cache}-cuda-cache")
         if tc_cache:
             e["TASKCACHE_DIR"] = str(tc_cache)
+            e["TASKCACHE_WARP_PROGRAM"] = name  # its load order, whatever the command line
             e["TASKCACHE_LOG"] = "/dev/stderr"  # taskcache.warp's line per module
         if remote:
             e["TASKCACHE_REMOTE"] = remote
@@ -311,6 +316,11 @@ def measure(name, work, frames, timeout, repeat, remote):
     runs["tc cold"] = run_child(tc, env(caches["tc-warp"], caches["tc"], url), timeout)
     runs["tc warm"] = median_run([run_child(tc, env(caches["tc-warp"], caches["tc"]), timeout)
                                   for _ in range(repeat)])
+
+    ahead = d / "caches" / "ahead"
+    if (caches["tc"] / "warp-load-order").is_dir():
+        shutil.copytree(caches["tc"] / "warp-load-order", ahead / "tc" / "warp-load-order")
+    runs["tc ahead"] = run_child(tc, env(ahead / "warp", ahead / "tc"), timeout)
 
     def second_machine(i):
         fresh = d / "caches" / f"second-{i}"
@@ -335,7 +345,8 @@ def summarize(name, runs, regs):
     row["deterministic"] = (None if not digests.get("stock cold")
                             else digests.get("stock cold") == digests.get("stock warm"))
     row["same_output"] = all(digests.get(s) == digests.get("stock cold")
-                             for s in ("tc cold", "tc warm", "tc remote") if s in digests)
+                             for s in ("tc cold", "tc warm", "tc ahead", "tc remote")
+                             if s in digests)
     common = sorted(set(regs["stock"]) & set(regs["tc"]))
     row["kernels"] = len(regs["stock"])
     row["kernels_in_both"] = len(common)
@@ -344,7 +355,7 @@ def summarize(name, runs, regs):
     row["more_local"] = sum(regs["tc"][k][1] > regs["stock"][k][1] for k in common)
     row["errors"] = {s: runs[s]["error"] for s in SCENARIOS if "error" in runs[s]}
     # a taskcache run that left a module to stock Warp measured stock Warp there
-    for s in ("tc cold", "tc remote", "tc edit"):
+    for s in ("tc cold", "tc ahead", "tc remote", "tc edit"):
         fell = [l for l in runs[s].get("log", []) if "stock Warp builds it" in l]
         if fell:
             row["errors"][s] = f"{len(fell)} modules built by stock Warp: {fell[0]}"
@@ -352,7 +363,8 @@ def summarize(name, runs, regs):
     sm, tm = runs["stock cold"].get("modules", {}), runs["tc cold"].get("modules", {})
     kernels = runs["tc cold"].get("kernels", {})
     row["modules"] = [(m, kernels.get(m), sm[m], tm[m]) for m in sorted(sm) if m in tm]
-    row["log"] = {s: runs[s].get("log", []) for s in ("tc cold", "tc remote", "tc edit")}
+    row["log"] = {s: runs[s].get("log", [])
+                  for s in ("tc cold", "tc ahead", "tc remote", "tc edit")}
     return row
 
 
@@ -395,6 +407,11 @@ def print_row(row):
     if cold:  # what bounds a cold start: modules one after another, units side by side
         print(f"    tc cold: {len(cold)} module builds, {sum(b for b, _ in cold):.2f} s; their "
               f"slowest units one after another {sum(u for _, u in cold):.2f} s", flush=True)
+    if row["tc ahead"] is not None:  # a cold start that knows the program's modules
+        ahead = [l for l in row["log"]["tc ahead"] if "ahead of its launch: " in l]
+        print(f"    tc ahead (cold, load order known): {row['tc ahead']:.2f} s, "
+              f"{ratio('stock cold', 'tc ahead').strip()} of stock cold; {len(ahead)} modules "
+              f"built ahead of their launch", flush=True)
     for line in row["log"]["tc edit"]:  # what the edit compiled
         print(f"    tc edit: {line.split(': ', 1)[-1][:400]}", flush=True)
     for m, k, stock, tc in sorted(row["modules"], key=lambda x: -x[2])[:6]:

@@ -41,11 +41,11 @@ configuration file the package installs switches Warp over when it is
 imported), or `taskcache run -- python3 prog.py`, which sets it.
 """
 
+import atexit
 import collections
 import hashlib
 import json
 import os
-import queue
 import re
 import shutil
 import struct
@@ -75,14 +75,17 @@ def enabled() -> bool:
     return _on is not None
 
 
-def enable(cache_dir=None, *, remote=None, jobs=None, verbose=None) -> bool:
+def enable(cache_dir=None, *, remote=None, jobs=None, verbose=None, ahead=None) -> bool:
     """Routes every later CUDA module build of Warp (Module.load, which
     wp.launch triggers, and wp.compile_aot_module) through taskcache.
     cache_dir: taskcache's cache (default: $TASKCACHE_DIR, else
     ~/.cache/taskcache); remote: a remote spec as `taskcache help remote`
     describes (default: $TASKCACHE_REMOTE or taskcache.conf); jobs: compile
     processes at once (default: every CPU); verbose: one line per module
-    on standard error (default: $TASKCACHE_LOG names where lines go).
+    on standard error (default: $TASKCACHE_LOG names where lines go);
+    ahead: modules built at once ahead of their launch, from the program's
+    last load order (default: $TASKCACHE_WARP_AHEAD, else a quarter of
+    jobs; 0: none; see _Ahead).
     Returns True when Warp was switched over, False when this Warp is not
     one the adapter supports (it then says why and changes nothing)."""
     global _on
@@ -95,7 +98,7 @@ def enable(cache_dir=None, *, remote=None, jobs=None, verbose=None) -> bool:
             _say(verbose, f"warp {version} is not one of the versions taskcache.warp supports "
                           f"({', '.join(v + 'x' for v in SUPPORTED)}): stock Warp")
             return False
-        _on = _Integration(version, cache_dir, remote, jobs, verbose)
+        _on = _Integration(version, cache_dir, remote, jobs, verbose, ahead)
         _on.install()
         return True
 
@@ -142,7 +145,7 @@ def _owned(lock) -> bool:
 # ---- the integration ----------------------------------------------------------------
 
 class _Integration:
-    def __init__(self, version, cache_dir, remote, jobs, verbose):
+    def __init__(self, version, cache_dir, remote, jobs, verbose, ahead):
         import warp._src.build as build
         import warp._src.context as context
         self.warp_version = version
@@ -151,6 +154,9 @@ class _Integration:
         self.warp_config = warp.config
         self.cache_dir, self.remote = cache_dir, remote
         self.jobs = jobs or os.cpu_count() or 1
+        if ahead is None:
+            named = os.environ.get("TASKCACHE_WARP_AHEAD", "")
+            ahead = int(named) if named.isdigit() else self.jobs // 4
         self.verbose = verbose
         self.cache = None
         self.toolchain = None    # (ptxas, its release, NVRTC's) once found; a str: why none
@@ -158,6 +164,7 @@ class _Integration:
         self.said = set()
         self.setup_lock = threading.Lock()
         self.here = threading.Lock()   # the one NVRTC call that runs in this process
+        self.ahead = _Ahead(self, ahead)
 
     # -- patching ------------------------------------------------------------------------
 
@@ -176,17 +183,40 @@ class _Integration:
             # architecture's suffix, which the codegen window below needs
             try:
                 bound = compile_signature.bind(module, *args, **kwargs).arguments
-                _pending.output_name = bound.get("output_name")
             except TypeError:
-                _pending.output_name = None
+                bound = {}
+            _pending.output_name = bound.get("output_name")
+            # a load's build (Module.load names the output; an AOT build
+            # does not) on a CUDA device: part of the program's load order
+            device = bound.get("device")
+            load = None
+            if _pending.output_name and getattr(device, "is_cuda", device is None):
+                load = (module.name, (bound.get("options") or module.options)["block_dim"])
+            _pending.load = load
+            if load:
+                integration.ahead.loaded(*load)
+                # (not inside Warp's codegen: a build ahead would wait for it)
+                if not _owned(integration.context._codegen_lock):
+                    integration.ahead.reached(*load)
             try:
                 return integration.original_compile(module, *args, **kwargs)
             finally:
                 # a build that failed between codegen and build_cuda leaves
                 # no job behind for the next module's build_cuda
-                _pending.output_name = _pending.job = None
+                _pending.output_name = _pending.job = _pending.load = None
 
         def _run_codegen(module, options, is_cpu):
+            load = getattr(_pending, "load", None)
+            cubin = load and not is_cpu and re.search(r"\.sm\d+([a-z]?)\.cubin$",
+                                                      _pending.output_name)
+            if cubin:
+                # a launch waits for this build: the modules after it in the
+                # program's last run build ahead
+                try:
+                    integration.ahead.missed(module, load[1], options.get("output_arch"),
+                                             cubin.group(1))
+                except Exception as e:  # modules then build as launches reach them
+                    integration.say_once(f"no module builds ahead: {type(e).__name__}: {e}")
             built = None if is_cpu else integration.build_before_codegen(
                 module, options, getattr(_pending, "output_name", None))
             if built is _STOCK:  # it failed and said why: Warp's own codegen and build
@@ -224,11 +254,14 @@ class _Integration:
         Module._compile = _compile
         Module._run_codegen = _run_codegen
         self.build.build_cuda = build_cuda
+        atexit.register(self.ahead.close)
 
     def uninstall(self):
         self.context.Module._compile = self.original_compile
         self.context.Module._run_codegen = self.original_codegen
         self.build.build_cuda = self.original_build_cuda
+        atexit.unregister(self.ahead.close)
+        self.ahead.close()
         if self.workers is not None:
             self.workers.close()
         if self.cache is not None:
@@ -352,6 +385,34 @@ class _Integration:
         if snapshot is not None:
             snapshot(options["block_dim"], options, rebuild=True)
 
+    def build_ahead(self, module, block_dim, arch, suffix):
+        """The records a load of this module for a cubin of sm_<arch><suffix>
+        will look up, built now (see _Ahead). Warp's own hashes of the module
+        stay unmade: its launch makes them from the program's state then,
+        as stock Warp does, and finds these records where that state is
+        the same (else it builds what changed)."""
+        if module.has_unresolved_static_expressions:
+            return  # wp.static expressions that Warp evaluates at the module's first hash
+        kernels = module._get_live_kernels()
+        with self.context._codegen_lock:
+            options = module.resolve_options(self.warp_config, block_dim=block_dim)
+            hasher = self.context.ModuleHasher(kernels, options)
+        options = dict(options, output_arch=arch)
+        if not kernels or options.get("verify_autograd_array_access"):
+            return
+        t0 = time.perf_counter()
+        name = (f"wp_{module.name}_{hasher.get_hash().hex()[:7]}.sm{arch}{suffix}.cubin")
+        plan = self.plan(module, options, arch, name, self.predicted_build_arguments(options, suffix),
+                         (), (), hasher)
+        if self.open_cache().lookup_group(plan.group_key, plan.options,
+                                          version=plan.version) is not None:
+            return
+        result = self.build_units(plan, module, options, None)
+        self.check(result, recorded_meta(result), plan)
+        _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: ahead of its launch: "
+                           f"{self.summary(plan, result)}, {time.perf_counter() - t0:.3f} s"
+                           + self.compiled(result))
+
     # -- one module ----------------------------------------------------------------------
 
     def build_module(self, job, arch, output_path, kwargs) -> bool:
@@ -401,7 +462,7 @@ class _Integration:
         return (f"{len(plan.units)} units; {len(made)} generated and compiled{listed} "
                 f"({sum(map(len, made))} kernels), {len(plan.units) - len(made)} from cache")
 
-    def plan(self, module, options, arch, output_path, kw, ltoirs, fatbins):
+    def plan(self, module, options, arch, output_path, kw, ltoirs, fatbins, hasher=None):
         why = (not output_path.endswith(".cubin") and "Warp emits PTX for this device (the "
                "driver compiles it); taskcache builds cubins"
                or kw.get("llvm_cuda") and "wp.config.llvm_cuda (clang compiles)"
@@ -418,7 +479,7 @@ class _Integration:
             raise _StepAside("a build inside Warp's code generator on this thread (its units "
                              "are generated on other threads, which would wait for it)")
         ptxas, _release, nvrtc = self.ensure_toolchain()
-        hasher = module.hashers.get(options["block_dim"])
+        hasher = hasher or module.hashers.get(options["block_dim"])
         kernels = list(hasher.get_unique_kernels()) if hasher is not None else []
         if not kernels:
             raise _StepAside("no kernels")
@@ -795,6 +856,147 @@ def ptxas_release(path):
         return None
 
 
+# ---- modules built ahead of their launch ------------------------------------------------
+
+def program_name():
+    """What names this program's load order: $TASKCACHE_WARP_PROGRAM, else
+    its command line (the script's file name, or the module python -m
+    ran, and its arguments)."""
+    named = os.environ.get("TASKCACHE_WARP_PROGRAM")
+    if named:
+        return named
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    argv = list(getattr(sys, "argv", None) or [""])
+    first = spec.name if spec is not None else os.path.basename(argv[0])
+    return json.dumps([first] + argv[1:])
+
+
+class _Ahead:
+    """Builds, in the background, the modules that the program's last run
+    loaded after the one whose build starts now. Warp loads a module when
+    a launch first reaches it, so a cold start builds module after module,
+    each as long as its slowest unit (Newton's cloth example: 39 modules,
+    40 s one after another), although most of a program's modules are
+    imported before their launch. A first start cannot know which of them
+    it will load. A later one whose modules miss (a Warp or taskcache
+    upgrade, a changed option, an edited shared @wp.func) reads the order
+    in which the program's last run that built any loaded them (a file per
+    command line in the cache directory) and, when a module's build
+    starts, builds the records of the modules that came after it, `threads`
+    at a time (build_ahead). Each launch then finds its module's record,
+    keyed by what Warp's hashes say at that launch, as in any load. A
+    launch that reaches a module being built ahead waits for that build;
+    one that reaches a module still queued builds it itself. A build ahead
+    that fails says why and leaves the module to its launch."""
+
+    def __init__(self, integration, threads):
+        self.integration, self.threads = integration, threads
+        self.order = []     # this run's loads: [module name, block_dim], first ones
+        self.last = None    # the last run's, once read
+        self.built = False  # whether this run built a module (then its order is kept)
+        self.lock = threading.Lock()
+        self.queue = collections.deque()  # (module, block_dim, arch, suffix)
+        self.queued = set()               # (name, block_dim) in the queue or done
+        self.running = {}                 # (name, block_dim): an Event set when done
+        self.active = 0   # threads building ahead
+        self.closed = False
+
+    def loaded(self, name, block_dim):
+        """A launch (Module.load) asks for this module."""
+        with self.lock:
+            if [name, block_dim] not in self.order:
+                self.order.append([name, block_dim])
+
+    def path(self):
+        digest = hashlib.sha256(program_name().encode()).hexdigest()[:32]
+        return os.path.join(self.integration.open_cache().directory, "warp-load-order",
+                            digest + ".json")
+
+    def missed(self, module, block_dim, arch, suffix):
+        """The build of this module for a cubin of sm_<arch><suffix> starts:
+        those after it in the last run's order go to the queue, for the
+        same device."""
+        with self.lock:
+            self.built = True
+            if self.last is None:
+                try:
+                    with open(self.path()) as f:
+                        self.last = [tuple(m) for m in json.load(f)["modules"]]
+                except (OSError, ValueError, KeyError, TypeError):
+                    self.last = []
+            if self.closed or not self.threads or (module.name, block_dim) not in self.last:
+                return
+            after = self.last[self.last.index((module.name, block_dim)) + 1:]
+            known = self.integration.context.user_modules
+            todo = [(known[n], bd) for n, bd in after if n in known and (n, bd) not in self.queued
+                    and [n, bd] not in self.order]
+            for m, bd in todo:
+                self.queued.add((m.name, bd))
+                self.queue.append((m, bd, arch, suffix))
+            while self.queue and self.active < min(self.threads, len(self.queue)):
+                self.active += 1
+                threading.Thread(target=self.work, name="taskcache-warp-ahead",
+                                 daemon=True).start()
+        if todo:
+            _say(self.integration.verbose,
+                 f"{module.name}: {len(after)} modules came after it in this program's last run;"
+                 f" {len(todo)} of them build ahead, {self.threads} at a time")
+
+    def work(self):
+        _pending.ahead = True
+        while True:
+            with self.lock:
+                if self.closed or not self.queue:
+                    self.active -= 1
+                    return
+                module, block_dim, arch, suffix = self.queue.popleft()
+                done = self.running[(module.name, block_dim)] = threading.Event()
+            try:
+                self.integration.build_ahead(module, block_dim, arch, suffix)
+            except Exception as e:  # the launch builds it
+                self.integration.say_once(f"{module.name}: not built ahead: "
+                                          f"{type(e).__name__}: {e}")
+            finally:
+                with self.lock:
+                    del self.running[(module.name, block_dim)]
+                done.set()
+
+    def reached(self, name, block_dim):
+        """A launch reached this module: it leaves the queue (the launch
+        builds it), or the launch waits for its build ahead."""
+        with self.lock:
+            for i, item in enumerate(self.queue):
+                if (item[0].name, item[1]) == (name, block_dim):
+                    del self.queue[i]
+                    break
+            done = self.running.get((name, block_dim))
+        if done is not None:
+            done.wait()
+
+    def close(self):
+        """At exit: nothing more starts, builds under way end (Warp's cache
+        and taskcache's stay whole), and a run that built a module keeps
+        its load order for the next."""
+        with self.lock:
+            self.closed = True
+            self.queue.clear()
+            running = list(self.running.values())
+            keep = self.built and self.order and [tuple(m) for m in self.order] != self.last
+        for done in running:
+            done.wait()
+        if not keep:
+            return
+        try:
+            path = self.path()
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"program": program_name(), "modules": self.order}, f)
+            os.replace(tmp, path)
+        except Exception:
+            pass  # the next run builds module after module, as before
+
+
 # ---- NVRTC in worker processes ----------------------------------------------------------
 
 # Workers started ahead, after a cold build (a 16-core machine's: each holds
@@ -804,13 +1006,17 @@ WARM_WORKERS = 15
 class _Workers:
     """Up to n worker processes (taskcache/_nvrtc_worker.py), started as
     compiles need them and kept for the process's life: NVRTC keeps its
-    precompiled header in their memory."""
+    precompiled header in their memory. A build of the module a launch
+    waits for goes first: a module built ahead (_Ahead) takes a worker
+    only while no other build is waiting for one."""
 
     def __init__(self, library, n):
         self.library, self.n = library, n
-        self.idle = queue.Queue()
+        self.idle = []
         self.started = 0
         self.lock = threading.Lock()
+        self.ready = threading.Condition(self.lock)  # a worker went idle
+        self.waiting = 0   # compiles not built ahead that wait for a worker
         self.all = []
         self.warming = []  # warm_up's threads
 
@@ -818,30 +1024,37 @@ class _Workers:
         """An idle worker, or a new one while fewer than n run. Waits in
         short turns: a worker that died frees its place for a new one, and
         no wakeup says so."""
-        while True:
+        ahead = getattr(_pending, "ahead", False)
+        with self.ready:
+            if not ahead:
+                self.waiting += 1
             try:
-                return self.idle.get_nowait()
-            except queue.Empty:
-                pass
-            p = self.start(self.n)
-            if p is not None:
-                return p
-            try:
-                return self.idle.get(timeout=0.2)
-            except queue.Empty:
-                pass
+                while True:
+                    if not ahead or self.waiting == 0:
+                        if self.idle:
+                            return self.idle.pop()
+                        p = self._start(self.n)
+                        if p is not None:
+                            return p
+                    self.ready.wait(0.2)
+            finally:
+                if not ahead:
+                    self.waiting -= 1
 
     def start(self, at_most):
         """A new worker process while fewer than at_most run, else None."""
         with self.lock:
-            if self.started >= at_most:
-                return None
-            script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
-            p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-            self.started += 1
-            self.all.append(p)
-            return p
+            return self._start(at_most)
+
+    def _start(self, at_most):
+        if self.started >= at_most:
+            return None
+        script = os.path.join(os.path.dirname(__file__), "_nvrtc_worker.py")
+        p = subprocess.Popen([sys.executable, "-I", "-S", script, self.library],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.started += 1
+        self.all.append(p)
+        return p
 
     def warm_up(self, header, source, at_most):
         """Starts workers not yet started, up to at_most in all, each
@@ -877,10 +1090,13 @@ class _Workers:
             data = p.stdout.read(n)
         except BaseException:
             p.kill()
-            with self.lock:
+            with self.ready:
                 self.started -= 1
+                self.ready.notify_all()
             raise
-        self.idle.put(p)
+        with self.ready:
+            self.idle.append(p)
+            self.ready.notify_all()
         if status != 0:
             raise RuntimeError(data.decode(errors="replace"))
         return data

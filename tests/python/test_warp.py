@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -130,6 +131,24 @@ DRIVER = textwrap.dedent("""
                     return [canon(x) for x in v]
                 return repr(v)
             print("LAUNCH", json.dumps({k: canon(v) for k, v in sorted(snap.items())}))
+    elif spec.get("program"):
+        # a program's launches, after its imports: each module built as
+        # Module.load builds it on a device of sm_90, into Warp's cache
+        import importlib
+        paths, imported = [], [importlib.import_module(n) for n in spec["program"]]
+        for n, py in zip(spec["program"], imported):
+            m = wp.get_module(py.__name__)
+            bd = m.options["block_dim"]
+            m.get_module_hash(bd)
+            name = m._get_compile_output_name(None, 90, "", False, block_dim=bd)
+            out = os.path.join(wp.config.kernel_cache_dir, m.get_module_identifier(bd))
+            built = m._compile(None, out, output_name=name, output_arch=90,
+                               options=m.resolved_options[bd])
+            print("LOADED", n, built, flush=True)
+            paths.append(os.path.join(out, name))
+            # the program changes what later kernels read, after its first launch
+            for module_name, attr, value in spec.get("then_set", []):
+                setattr(sys.modules[module_name], attr, value)
     else:
         paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
                                       use_ptx=spec.get("use_ptx", False))
@@ -152,14 +171,16 @@ class Env:
                                                     if p))
         self.base.pop("TASKCACHE_LOG", None)
 
-    def build(self, source, taskcache=True, **spec):
+    def build(self, source, taskcache=True, modules=None, **spec):
         """Compiles the module ahead of time into a fresh Warp cache and
         directory: (the log lines of taskcache.warp, the cubin path, its
-        .meta)."""
+        .meta). modules: more Python modules beside it, {name: source}."""
         self.runs += 1
         d = self.tmp / f"run{self.runs}"
         d.mkdir()
         (d / "generated.py").write_text(source)
+        for name, text in (modules or {}).items():
+            (d / f"{name}.py").write_text(text)
         spec = dict(spec, dir=str(d), out=str(d / "out"), taskcache=taskcache)
         env = dict(self.base, WARP_KC=str(d / "kc"), **spec.pop("env", {}))
         p = subprocess.run([sys.executable, str(self.tmp / "driver.py"), json.dumps(spec)],
@@ -283,6 +304,11 @@ def scatter(x: wp.array(dtype=float), at: wp.array(dtype=int), out: wp.array(dty
 """
 
 
+def paths(env):
+    """The binaries the driver's last run printed."""
+    return json.loads(next(l for l in env.stdout.splitlines() if l.startswith("PATHS "))[6:])
+
+
 def launch_data(env):
     line = next(l for l in env.stdout.splitlines() if l.startswith("LAUNCH "))
     return json.loads(line[7:])
@@ -320,6 +346,69 @@ def test_array_access_checks_keep_warps_codegen(env):
     assert "no codegen" not in lines[0]
     assert cubin.read_bytes() == first.read_bytes()
     assert "__global__" in cubin.with_suffix("").with_suffix(".cu").read_text()
+
+
+def test_a_programs_next_modules_build_ahead(env):
+    """A start whose modules miss (here: another Warp cache, another
+    taskcache cache) builds the modules that came after the one missing now
+    in the program's last run, in the background: the launches that reach
+    them find their records, and the images the first run built. The load
+    order is kept by a run that built any module, with or without building
+    ahead."""
+    program = {"program": ["generated", "second", "third"],
+               "modules": {"second": module_source(helper_factor="3.0"),
+                           "third": module_source(helper_factor="4.0", n=3)}}
+    named = {"TASKCACHE_WARP_PROGRAM": "a test's program"}
+    lines, _, _ = env.build(module_source(), **program,
+                            env=dict(named, TASKCACHE_WARP_AHEAD="0"))
+    assert re.findall(r"LOADED (\w+) (\w+)", env.stdout) == [
+        ("generated", "True"), ("second", "True"), ("third", "True")]
+    assert len(lines) == 3 and not any("ahead" in l for l in lines), lines
+    first_run = paths(env)
+    orders = list((env.tmp / "tc" / "warp-load-order").glob("*.json"))
+    assert len(orders) == 1
+    fresh = env.tmp / "tc-upgraded"
+    shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
+    lines, _, _ = env.build(module_source(), **program,
+                            env=dict(named, TASKCACHE_WARP_AHEAD="2", TASKCACHE_DIR=str(fresh)))
+    assert any("generated: 2 modules came after it" in l and "2 of them build ahead" in l
+               for l in lines), lines
+    ahead = [l for l in lines if "ahead of its launch: " in l]
+    assert sorted(re.search(r"wp_([a-z]+)_", l).group(1) for l in ahead) == ["second", "third"]
+    assert all(built(l)[1] > 0 for l in ahead), ahead
+    for name in ("second", "third"):  # their launches: one record read each
+        assert any(f"wp_{name}_" in l and "module record hit, no codegen" in l
+                   for l in lines), lines
+    assert same_images(first_run, paths(env))
+
+
+def same_images(a, b):
+    return len(a) == len(b) and all(
+        pathlib.Path(x).name == pathlib.Path(y).name
+        and pathlib.Path(x).read_bytes() == pathlib.Path(y).read_bytes() for x, y in zip(a, b))
+
+
+def test_a_build_ahead_never_decides_what_a_launch_loads(env):
+    """A module built ahead was hashed when the build started; the program
+    then changed a constant its kernel reads. Its launch hashes it again,
+    as stock Warp does at a module's first load, misses what was built
+    ahead, and loads what a run without builds ahead loads."""
+    second = module_source(n=3).replace(
+        "import warp as wp\n", "import warp as wp\nSHIFT = wp.constant(1.0)\n").replace(
+        "out[t] = scale(x[t])", "out[t] = SHIFT + scale(x[t])")
+    program = {"program": ["generated", "second"], "modules": {"second": second},
+               "then_set": [["second", "SHIFT", 7.0]]}
+    named = {"TASKCACHE_WARP_PROGRAM": "a test's program"}
+    env.build(module_source(), **program, env=dict(named, TASKCACHE_WARP_AHEAD="0"))
+    unchanged = paths(env)
+    fresh = env.tmp / "tc-upgraded"
+    shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
+    lines, _, _ = env.build(module_source(), **program,
+                            env=dict(named, TASKCACHE_WARP_AHEAD="1", TASKCACHE_DIR=str(fresh)))
+    assert any("wp_second_" in l and "ahead of its launch: " in l for l in lines), lines
+    launched = next(l for l in lines if "wp_second_" in l and "ahead of its launch" not in l)
+    assert built(launched)[1] > 0, launched  # not the record built ahead
+    assert same_images(unchanged, paths(env))
 
 
 def test_the_heaviest_unit_starts_first(env):
