@@ -900,6 +900,7 @@ class _Ahead:
         self.running = {}                 # (name, block_dim): an Event set when done
         self.active = 0   # threads building ahead
         self.closed = False
+        self.program = None
 
     def loaded(self, name, block_dim):
         """A launch (Module.load) asks for this module."""
@@ -908,7 +909,11 @@ class _Ahead:
                 self.order.append([name, block_dim])
 
     def path(self):
-        digest = hashlib.sha256(program_name().encode()).hexdigest()[:32]
+        """The file of this program's load order (named when first asked:
+        the program may change sys.argv later)."""
+        if self.program is None:
+            self.program = program_name()
+        digest = hashlib.sha256(self.program.encode()).hexdigest()[:32]
         return os.path.join(self.integration.open_cache().directory, "warp-load-order",
                             digest + ".json")
 
@@ -991,7 +996,7 @@ class _Ahead:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
-                json.dump({"program": program_name(), "modules": self.order}, f)
+                json.dump({"program": self.program, "modules": self.order}, f)
             os.replace(tmp, path)
         except Exception:
             pass  # the next run builds module after module, as before
