@@ -115,7 +115,9 @@ def disable():
 def _say(verbose, line):
     path = os.environ.get("TASKCACHE_LOG")
     if verbose or (verbose is None and path in ("/dev/stderr", "-")):
-        print(f"taskcache.warp: {line}", file=sys.stderr, flush=True)
+        # one write per line: builds ahead say theirs from other threads
+        sys.stderr.write(f"taskcache.warp: {line}\n")
+        sys.stderr.flush()
     elif verbose is None and path:
         try:
             with open(path, "a") as f:
@@ -194,7 +196,7 @@ class _Integration:
                 load = (module.name, (bound.get("options") or module.options)["block_dim"])
             _pending.load = load
             if load:
-                integration.ahead.loaded(*load)
+                integration.ahead.loaded(*load, module)
                 # (not inside Warp's codegen: a build ahead would wait for it)
                 if not _owned(integration.context._codegen_lock):
                     integration.ahead.reached(*load)
@@ -385,14 +387,17 @@ class _Integration:
         if snapshot is not None:
             snapshot(options["block_dim"], options, rebuild=True)
 
-    def build_ahead(self, module, block_dim, arch, suffix):
+    def build_ahead(self, module, block_dim, arch, suffix, keys):
         """The records a load of this module for a cubin of sm_<arch><suffix>
-        will look up, built now (see _Ahead). Warp's own hashes of the module
-        stay unmade: its launch makes them from the program's state then,
-        as stock Warp does, and finds these records where that state is
-        the same (else it builds what changed)."""
-        if module.has_unresolved_static_expressions:
-            return  # wp.static expressions that Warp evaluates at the module's first hash
+        will look up, built now (see _Ahead), where the module has the
+        kernels (keys) it had at its launch in the last run: a module that
+        gains kernels as the program runs (generic kernels' instances) is
+        left to its launch. Warp's own hashes of the module stay unmade:
+        its launch makes them from the program's state then, as stock Warp
+        does, and finds these records where that state is the same (else
+        it builds what changed)."""
+        if module.has_unresolved_static_expressions or kernel_keys(module) != keys:
+            return  # (wp.static expressions that Warp evaluates at the first hash)
         kernels = module._get_live_kernels()
         with self.context._codegen_lock:
             options = module.resolve_options(self.warp_config, block_dim=block_dim)
@@ -858,6 +863,11 @@ def ptxas_release(path):
 
 # ---- modules built ahead of their launch ------------------------------------------------
 
+def kernel_keys(module):
+    """The names of a module's kernels, as a load order keeps them."""
+    return sorted(k.key for k in module._get_live_kernels())
+
+
 def program_name():
     """What names this program's load order: $TASKCACHE_WARP_PROGRAM, else
     its command line (the script's file name, or the module python -m
@@ -891,22 +901,23 @@ class _Ahead:
 
     def __init__(self, integration, threads):
         self.integration, self.threads = integration, threads
-        self.order = []     # this run's loads: [module name, block_dim], first ones
-        self.last = None    # the last run's, once read
+        self.order = []     # this run's loads: [module name, block_dim, its kernels' keys]
+        self.last = None    # the last run's, once read: {(name, block_dim): kernels' keys}
         self.built = False  # whether this run built a module (then its order is kept)
         self.lock = threading.Lock()
-        self.queue = collections.deque()  # (module, block_dim, arch, suffix)
+        self.queue = collections.deque()  # build_ahead's arguments
         self.queued = set()               # (name, block_dim) in the queue or done
         self.running = {}                 # (name, block_dim): an Event set when done
         self.active = 0   # threads building ahead
         self.closed = False
         self.program = None
 
-    def loaded(self, name, block_dim):
-        """A launch (Module.load) asks for this module."""
+    def loaded(self, name, block_dim, module):
+        """A launch (Module.load) asks for this module, with the kernels it
+        has now."""
         with self.lock:
-            if [name, block_dim] not in self.order:
-                self.order.append([name, block_dim])
+            if not any(o[:2] == [name, block_dim] for o in self.order):
+                self.order.append([name, block_dim, kernel_keys(module)])
 
     def path(self):
         """The file of this program's load order (named when first asked:
@@ -926,18 +937,20 @@ class _Ahead:
             if self.last is None:
                 try:
                     with open(self.path()) as f:
-                        self.last = [tuple(m) for m in json.load(f)["modules"]]
+                        self.last = {(n, bd): keys for n, bd, keys in json.load(f)["modules"]}
                 except (OSError, ValueError, KeyError, TypeError):
-                    self.last = []
+                    self.last = {}
             if self.closed or not self.threads or (module.name, block_dim) not in self.last:
                 return
-            after = self.last[self.last.index((module.name, block_dim)) + 1:]
+            order = list(self.last)
+            after = order[order.index((module.name, block_dim)) + 1:]
             known = self.integration.context.user_modules
-            todo = [(known[n], bd) for n, bd in after if n in known and (n, bd) not in self.queued
-                    and [n, bd] not in self.order]
+            loaded = {tuple(o[:2]) for o in self.order}
+            todo = [(known[n], bd) for n, bd in after
+                    if n in known and (n, bd) not in self.queued and (n, bd) not in loaded]
             for m, bd in todo:
                 self.queued.add((m.name, bd))
-                self.queue.append((m, bd, arch, suffix))
+                self.queue.append((m, bd, arch, suffix, self.last[(m.name, bd)]))
             while self.queue and self.active < min(self.threads, len(self.queue)):
                 self.active += 1
                 threading.Thread(target=self.work, name="taskcache-warp-ahead",
@@ -954,10 +967,11 @@ class _Ahead:
                 if self.closed or not self.queue:
                     self.active -= 1
                     return
-                module, block_dim, arch, suffix = self.queue.popleft()
+                job = self.queue.popleft()
+                module, block_dim = job[:2]
                 done = self.running[(module.name, block_dim)] = threading.Event()
             try:
-                self.integration.build_ahead(module, block_dim, arch, suffix)
+                self.integration.build_ahead(*job)
             except Exception as e:  # the launch builds it
                 self.integration.say_once(f"{module.name}: not built ahead: "
                                           f"{type(e).__name__}: {e}")
@@ -986,7 +1000,8 @@ class _Ahead:
             self.closed = True
             self.queue.clear()
             running = list(self.running.values())
-            keep = self.built and self.order and [tuple(m) for m in self.order] != self.last
+            keep = self.built and self.order and self.last != {
+                (n, bd): keys for n, bd, keys in self.order}
         for done in running:
             done.wait()
         if not keep:

@@ -149,6 +149,9 @@ DRIVER = textwrap.dedent("""
             # the program changes what later kernels read, after its first launch
             for module_name, attr, value in spec.get("then_set", []):
                 setattr(sys.modules[module_name], attr, value)
+            for module_name, function in spec.get("then_call", []):  # a kernel more, say
+                getattr(sys.modules[module_name], function)()
+            spec["then_set"] = spec["then_call"] = []
     else:
         paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
                                       use_ptx=spec.get("use_ptx", False))
@@ -352,18 +355,24 @@ def test_a_programs_next_modules_build_ahead(env):
     """A start whose modules miss (here: another Warp cache, another
     taskcache cache) builds the modules that came after the one missing now
     in the program's last run, in the background: the launches that reach
-    them find their records, and the images the first run built. The load
-    order is kept by a run that built any module, with or without building
-    ahead."""
-    program = {"program": ["generated", "second", "third"],
+    them find their records, and the images the first run built. A module
+    that gained a kernel before its launch (a generic kernel's instance,
+    say) is left to its launch. The load order is kept by a run that built
+    any module, with or without building ahead."""
+    extra = "\n".join(["", "def add_late():", "    @wp.kernel",
+                       "    def late(out: wp.array(dtype=float)):",
+                       "        out[wp.tid()] = 2.0", ""])
+    program = {"program": ["generated", "second", "third", "fourth"],
                "modules": {"second": module_source(helper_factor="3.0"),
-                           "third": module_source(helper_factor="4.0", n=3)}}
+                           "third": module_source(helper_factor="4.0", n=3),
+                           "fourth": module_source(helper_factor="5.0", n=2) + extra},
+               "then_call": [["fourth", "add_late"]]}
     named = {"TASKCACHE_WARP_PROGRAM": "a test's program"}
     lines, _, _ = env.build(module_source(), **program,
                             env=dict(named, TASKCACHE_WARP_AHEAD="0"))
     assert re.findall(r"LOADED (\w+) (\w+)", env.stdout) == [
-        ("generated", "True"), ("second", "True"), ("third", "True")]
-    assert len(lines) == 3 and not any("ahead" in l for l in lines), lines
+        ("generated", "True"), ("second", "True"), ("third", "True"), ("fourth", "True")]
+    assert len(lines) == 4 and not any("ahead" in l for l in lines), lines
     first_run = paths(env)
     orders = list((env.tmp / "tc" / "warp-load-order").glob("*.json"))
     assert len(orders) == 1
@@ -371,7 +380,7 @@ def test_a_programs_next_modules_build_ahead(env):
     shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
     lines, _, _ = env.build(module_source(), **program,
                             env=dict(named, TASKCACHE_WARP_AHEAD="2", TASKCACHE_DIR=str(fresh)))
-    assert any("generated: 2 modules came after it" in l and "2 of them build ahead" in l
+    assert any("generated: 3 modules came after it" in l and "3 of them build ahead" in l
                for l in lines), lines
     ahead = [l for l in lines if "ahead of its launch: " in l]
     assert sorted(re.search(r"wp_([a-z]+)_", l).group(1) for l in ahead) == ["second", "third"]
@@ -379,6 +388,7 @@ def test_a_programs_next_modules_build_ahead(env):
     for name in ("second", "third"):  # their launches: one record read each
         assert any(f"wp_{name}_" in l and "module record hit, no codegen" in l
                    for l in lines), lines
+    assert built(next(l for l in lines if "wp_fourth_" in l))[:2] == (1, 1)
     assert same_images(first_run, paths(env))
 
 
