@@ -116,8 +116,9 @@ def _say(verbose, line):
     path = os.environ.get("TASKCACHE_LOG")
     if verbose or (verbose is None and path in ("/dev/stderr", "-")):
         # one write per line: builds ahead say theirs from other threads
-        sys.stderr.write(f"taskcache.warp: {line}\n")
-        sys.stderr.flush()
+        if sys.stderr is not None:
+            sys.stderr.write(f"taskcache.warp: {line}\n")
+            sys.stderr.flush()
     elif verbose is None and path:
         try:
             with open(path, "a") as f:
@@ -191,15 +192,17 @@ class _Integration:
             # a load's build (Module.load names the output; an AOT build
             # does not) on a CUDA device: part of the program's load order
             device = bound.get("device")
-            load = None
-            if _pending.output_name and getattr(device, "is_cuda", device is None):
-                load = (module.name, (bound.get("options") or module.options)["block_dim"])
-            _pending.load = load
-            if load:
-                integration.ahead.loaded(*load, module)
-                # (not inside Warp's codegen: a build ahead would wait for it)
-                if not _owned(integration.context._codegen_lock):
-                    integration.ahead.reached(*load)
+            _pending.load = None
+            try:
+                if _pending.output_name and getattr(device, "is_cuda", device is None):
+                    _pending.load = (module.name,
+                                     (bound.get("options") or module.options)["block_dim"])
+                    integration.ahead.loaded(*_pending.load, module)
+                    # (not inside Warp's codegen: a build ahead would wait for it)
+                    if not _owned(integration.context._codegen_lock):
+                        integration.ahead.reached(*_pending.load)
+            except Exception:  # the load order is a help, never the program's failure
+                pass
             try:
                 return integration.original_compile(module, *args, **kwargs)
             finally:
@@ -391,11 +394,13 @@ class _Integration:
         """The records a load of this module for a cubin of sm_<arch><suffix>
         will look up, built now (see _Ahead), where the module has the
         kernels (keys) it had at its launch in the last run: a module that
-        gains kernels as the program runs (generic kernels' instances) is
-        left to its launch. Warp's own hashes of the module stay unmade:
-        its launch makes them from the program's state then, as stock Warp
-        does, and finds these records where that state is the same (else
-        it builds what changed)."""
+        gains kernels as the program runs (warp.utils makes one per array
+        cast it is asked for) is left to its launch. The module's hashes
+        that Warp keeps (Module.hashers) stay unmade: its launch makes them
+        from the program's state then, as stock Warp does, and finds these
+        records where that state is the same (else it builds what changed;
+        each unit is hashed again where its code is generated, and one
+        whose kernels changed since fails, see build_units)."""
         if module.has_unresolved_static_expressions or kernel_keys(module) != keys:
             return  # (wp.static expressions that Warp evaluates at the first hash)
         kernels = module._get_live_kernels()
@@ -412,7 +417,7 @@ class _Integration:
         if self.open_cache().lookup_group(plan.group_key, plan.options,
                                           version=plan.version) is not None:
             return
-        result = self.build_units(plan, module, options, None)
+        result = self.build_units(plan, module, options, None, ahead=True)
         self.check(result, recorded_meta(result), plan)
         _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: ahead of its launch: "
                            f"{self.summary(plan, result)}, {time.perf_counter() - t0:.3f} s"
@@ -501,7 +506,7 @@ class _Integration:
                      taskcache.Options(arch=f"sm_{arch}{suffix}", ptxas=ptxas, jobs=self.jobs),
                      f"{FORMAT}; warp {self.warp_version}", self.include_dir(), kw.get("pch_dir"))
 
-    def build_units(self, plan, module, options, warp_built, reuse_source=False):
+    def build_units(self, plan, module, options, warp_built, reuse_source=False, ahead=False):
         """The module from tasks of a few kernels each (units), those the
         cache lacks generated and compiled, with its group manifest. Where
         Warp's codegen ran on the whole module (warp_built: its source and
@@ -512,7 +517,9 @@ class _Integration:
         hasher that keys the build (reuse_source); a build before Warp's codegen
         (warp_built None) has each kernel's metadata from Warp's builder of
         its unit. A unit of every kernel is generated as Warp generates the
-        module (its hasher, its order), so both give it the same source."""
+        module (its hasher, its order), so both give it the same source.
+        ahead: a build ahead of its launch (its compiles wait for those of
+        builds a launch waits for)."""
         cache = self.open_cache()
         hashes = plan.hashes
         with self.context._codegen_lock:  # adjoints are Warp's shared state
@@ -530,11 +537,19 @@ class _Integration:
         def generate(index):
             """Warp's code generator, for this unit's kernels alone (and the
             functions they call); its adjoint state is shared, hence Warp's
-            lock."""
-            whole = len(groups[index]) == len(plan.kernels)
+            lock. The kernels are hashed again in the same hold of the lock:
+            what the code is generated from must be what keys its record
+            (a module built ahead was hashed before, while the program ran
+            on and may have changed a constant its kernels read)."""
+            kernels = [plan.kernels[i] for i in groups[index]]
             with self.context._codegen_lock:
-                hasher = plan.hasher if whole else self.context.ModuleHasher(
-                    [plan.kernels[i] for i in groups[index]], no_output_arch)
+                hasher = self.context.ModuleHasher(kernels, no_output_arch)
+                if [hasher.kernel_hashes[k] for k in kernels] != [plan.hashes[i]
+                                                                 for i in groups[index]]:
+                    raise RuntimeError(f"the kernels of {tasks[index].name} changed during "
+                                       f"the build")
+                if len(kernels) == len(plan.kernels):
+                    hasher = plan.hasher  # Warp's order of the module's kernels
                 builder = self.context.ModuleBuilder(module, options, hasher=hasher, **target)
                 source = builder.codegen("cuda")
                 meta = builder.build_meta()
@@ -551,7 +566,8 @@ class _Integration:
             if warp_built is not None and not meta.items() <= warp_built[1].items():
                 raise RuntimeError(f"the metadata of {task.name} differ from Warp's .meta")
             header = plan.nvrtc_header(f"unit{index}.cu")
-            ptx = drop_unused_module_data(self.compile_ptx(header, source.encode()).rstrip(b"\0"))
+            ptx = drop_unused_module_data(
+                self.compile_ptx(header, source.encode(), ahead).rstrip(b"\0"))
             shared = shared_module_variables(ptx)
             if shared:
                 raise RuntimeError(f"kernel {task.name} uses module-scope variables "
@@ -622,14 +638,14 @@ class _Integration:
                 f"'nvidia-cuda-nvcc=={nvrtc[0]}.{nvrtc[1]}.*' "
                 f"'nvidia-nvjitlink=={nvrtc[0]}.{nvrtc[1]}.*', or set TASKCACHE_PTXAS")
 
-    def compile_ptx(self, header, source):
+    def compile_ptx(self, header, source, ahead=False):
         """One NVRTC call: here, on the build's thread, as Warp would run
         it, unless another one runs here already (NVRTC calls of one
         process barely overlap); then in a worker process, which costs its
         start and a precompiled header of its own (0.4 s) once. So an edit
-        that misses one unit starts no worker."""
+        that misses one unit starts no worker. ahead: see build_units."""
         if not self.here.acquire(blocking=False):
-            return self.ensure_workers().compile(header, source)
+            return self.ensure_workers().compile(header, source, ahead=ahead)
         try:
             return self.compile_here(header, source)
         finally:
@@ -911,6 +927,15 @@ class _Ahead:
         self.active = 0   # threads building ahead
         self.closed = False
         self.program = None
+        # a forked child has none of the threads building ahead, and its
+        # load order is its parent's to keep
+        os.register_at_fork(after_in_child=self.forked)
+
+    def forked(self):
+        self.lock = threading.Lock()
+        self.queue.clear()
+        self.running = {}
+        self.closed, self.built = True, False
 
     def loaded(self, name, block_dim, module):
         """A launch (Module.load) asks for this module, with the kernels it
@@ -961,7 +986,6 @@ class _Ahead:
                  f" {len(todo)} of them build ahead, {self.threads} at a time")
 
     def work(self):
-        _pending.ahead = True
         while True:
             with self.lock:
                 if self.closed or not self.queue:
@@ -1000,8 +1024,8 @@ class _Ahead:
             self.closed = True
             self.queue.clear()
             running = list(self.running.values())
-            keep = self.built and self.order and self.last != {
-                (n, bd): keys for n, bd, keys in self.order}
+            keep = self.built and self.order and list(self.last.items()) != [
+                ((n, bd), keys) for n, bd, keys in self.order]
         for done in running:
             done.wait()
         if not keep:
@@ -1027,8 +1051,8 @@ class _Workers:
     """Up to n worker processes (taskcache/_nvrtc_worker.py), started as
     compiles need them and kept for the process's life: NVRTC keeps its
     precompiled header in their memory. A build of the module a launch
-    waits for goes first: a module built ahead (_Ahead) takes a worker
-    only while no other build is waiting for one."""
+    waits for goes first: a compile of a module built ahead (_Ahead)
+    takes a worker only while no other compile is waiting for one."""
 
     def __init__(self, library, n):
         self.library, self.n = library, n
@@ -1040,11 +1064,10 @@ class _Workers:
         self.all = []
         self.warming = []  # warm_up's threads
 
-    def take(self):
+    def take(self, ahead=False):
         """An idle worker, or a new one while fewer than n run. Waits in
         short turns: a worker that died frees its place for a new one, and
         no wakeup says so."""
-        ahead = getattr(_pending, "ahead", False)
         with self.ready:
             if not ahead:
                 self.waiting += 1
@@ -1095,10 +1118,10 @@ class _Workers:
             t.start()
             self.warming.append(t)
 
-    def compile(self, header, source, worker=None):
+    def compile(self, header, source, worker=None, ahead=False):
         """The PTX of source, compiled by worker (one just started), else
-        by an idle or new one."""
-        p = worker or self.take()
+        by an idle or new one (ahead: for a build ahead, see take)."""
+        p = worker or self.take(ahead)
         try:
             h = json.dumps(header).encode()
             p.stdin.write(struct.pack(">II", len(h), len(source)) + h + source)

@@ -69,6 +69,17 @@ DRIVER = textwrap.dedent("""
         if spec.get("fake_version"):
             wp.config.version = spec["fake_version"]
         print("ENABLED", taskcache.warp.enable(verbose=True, jobs=spec.get("jobs")), flush=True)
+        if spec.get("ahead_after_set"):
+            # a build ahead hashes its module; the program then changes what
+            # a kernel reads (then_set below); then the build generates code
+            import threading
+            changed, on = threading.Event(), taskcache.warp._on
+            build_units = on.build_units
+            def after_the_change(*args, **kwargs):
+                if kwargs.get("ahead"):
+                    changed.wait(120)
+                return build_units(*args, **kwargs)
+            on.build_units = after_the_change
         if spec.get("mispredict"):
             # the build arguments guessed before codegen not what build_cuda gets
             on = taskcache.warp._on
@@ -151,6 +162,8 @@ DRIVER = textwrap.dedent("""
                 setattr(sys.modules[module_name], attr, value)
             for module_name, function in spec.get("then_call", []):  # a kernel more, say
                 getattr(sys.modules[module_name], function)()
+            if spec.pop("ahead_after_set", False):
+                changed.set()
             spec["then_set"] = spec["then_call"] = []
     else:
         paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
@@ -378,8 +391,10 @@ def test_a_programs_next_modules_build_ahead(env):
     assert len(orders) == 1
     fresh = env.tmp / "tc-upgraded"
     shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
+    # (as many threads as modules: each build ahead starts before the
+    # program's first module is built, and fourth has its kernel more then)
     lines, _, _ = env.build(module_source(), **program,
-                            env=dict(named, TASKCACHE_WARP_AHEAD="2", TASKCACHE_DIR=str(fresh)))
+                            env=dict(named, TASKCACHE_WARP_AHEAD="3", TASKCACHE_DIR=str(fresh)))
     assert any("generated: 3 modules came after it" in l and "3 of them build ahead" in l
                for l in lines), lines
     ahead = [l for l in lines if "ahead of its launch: " in l]
@@ -399,26 +414,35 @@ def same_images(a, b):
 
 
 def test_a_build_ahead_never_decides_what_a_launch_loads(env):
-    """A module built ahead was hashed when the build started; the program
-    then changed a constant its kernel reads. Its launch hashes it again,
-    as stock Warp does at a module's first load, misses what was built
-    ahead, and loads what a run without builds ahead loads."""
+    """A module built ahead is hashed first; the program then changes a
+    constant its kernel reads (made to come before the build generates
+    its code). The build ahead fails rather than store that code under
+    the first state's hash; the launch hashes the module again, as stock
+    Warp does at a module's first load, and loads what a run without
+    builds ahead loads; a later run in the first state loads what a clean
+    build of that state loads."""
     second = module_source(n=3).replace(
         "import warp as wp\n", "import warp as wp\nSHIFT = wp.constant(1.0)\n").replace(
         "out[t] = scale(x[t])", "out[t] = SHIFT + scale(x[t])")
-    program = {"program": ["generated", "second"], "modules": {"second": second},
-               "then_set": [["second", "SHIFT", 7.0]]}
-    named = {"TASKCACHE_WARP_PROGRAM": "a test's program"}
-    env.build(module_source(), **program, env=dict(named, TASKCACHE_WARP_AHEAD="0"))
-    unchanged = paths(env)
+    first_state = {"program": ["generated", "second"], "modules": {"second": second}}
+    changed = dict(first_state, then_set=[["second", "SHIFT", 7.0]])
+    named = {"TASKCACHE_WARP_PROGRAM": "a test's program", "TASKCACHE_WARP_AHEAD": "0"}
+    env.build(module_source(), **first_state,
+              env=dict(named, TASKCACHE_DIR=str(env.tmp / "tc-clean")))
+    clean = paths(env)
+    env.build(module_source(), **changed, env=named)
+    seven = paths(env)
+    assert not same_images(clean, seven)
     fresh = env.tmp / "tc-upgraded"
     shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
-    lines, _, _ = env.build(module_source(), **program,
+    lines, _, _ = env.build(module_source(), **changed, ahead_after_set=True,
                             env=dict(named, TASKCACHE_WARP_AHEAD="1", TASKCACHE_DIR=str(fresh)))
-    assert any("wp_second_" in l and "ahead of its launch: " in l for l in lines), lines
-    launched = next(l for l in lines if "wp_second_" in l and "ahead of its launch" not in l)
-    assert built(launched)[1] > 0, launched  # not the record built ahead
-    assert same_images(unchanged, paths(env))
+    assert any("second: not built ahead" in l and "changed during the build" in l
+               for l in lines), lines
+    assert built(next(l for l in lines if "wp_second_" in l))[1] > 0  # by its launch
+    assert same_images(seven, paths(env))
+    env.build(module_source(), **first_state, env=dict(named, TASKCACHE_DIR=str(fresh)))
+    assert same_images(clean, paths(env))
 
 
 def test_the_heaviest_unit_starts_first(env):
