@@ -139,6 +139,10 @@ _STOCK = object()  # build_before_codegen: stock Warp builds this module (said w
 _Job = collections.namedtuple("_Job", "module options generated hasher built")
 
 
+# A cubin's name as Warp gives it: wp_<module>_<hash>.sm<arch><suffix>.cubin
+_CUBIN_NAME = re.compile(r"\.sm(\d+)([a-z]?)\.cubin$")
+
+
 def _owned(lock) -> bool:
     """Whether this thread holds the (re-entrant) lock."""
     owned = getattr(lock, "_is_owned", None)
@@ -212,14 +216,13 @@ class _Integration:
 
         def _run_codegen(module, options, is_cpu):
             load = getattr(_pending, "load", None)
-            cubin = load and not is_cpu and re.search(r"\.sm\d+([a-z]?)\.cubin$",
-                                                      _pending.output_name)
+            cubin = load and not is_cpu and _CUBIN_NAME.search(_pending.output_name)
             if cubin:
                 # a launch waits for this build: the modules after it in the
                 # program's last run build ahead
                 try:
                     integration.ahead.missed(module, load[1], options.get("output_arch"),
-                                             cubin.group(1))
+                                             cubin.group(2))
                 except Exception as e:  # modules then build as launches reach them
                     integration.say_once(f"no module builds ahead: {type(e).__name__}: {e}")
             built = None if is_cpu else integration.build_before_codegen(
@@ -294,7 +297,7 @@ class _Integration:
         record read; an edit, the edited units' codegen). None where
         Warp's codegen must run first; _STOCK when the build failed (having
         said why), for stock Warp."""
-        m = re.search(r"\.sm(\d+)([a-z]?)\.cubin$", output_name or "")
+        m = _CUBIN_NAME.search(output_name or "")
         if not m or options.get("output_arch") != int(m.group(1)):
             return None
         # Warp's deterministic mode launches with data that building the
@@ -404,14 +407,14 @@ class _Integration:
         if module.has_unresolved_static_expressions or kernel_keys(module) != keys:
             return  # (wp.static expressions that Warp evaluates at the first hash)
         kernels = module._get_live_kernels()
-        with self.context._codegen_lock:
+        with self.context._codegen_lock:  # the options and hashes of one state
             options = module.resolve_options(self.warp_config, block_dim=block_dim)
+            if not kernels or options.get("verify_autograd_array_access"):
+                return
             hasher = self.context.ModuleHasher(kernels, options)
         options = dict(options, output_arch=arch)
-        if not kernels or options.get("verify_autograd_array_access"):
-            return
         t0 = time.perf_counter()
-        name = (f"wp_{module.name}_{hasher.get_hash().hex()[:7]}.sm{arch}{suffix}.cubin")
+        name = f"wp_{module.name}_{hasher.get_hash().hex()[:7]}.sm{arch}{suffix}.cubin"
         plan = self.plan(module, options, arch, name, self.predicted_build_arguments(options, suffix),
                          (), (), hasher)
         if self.open_cache().lookup_group(plan.group_key, plan.options,

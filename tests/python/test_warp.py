@@ -204,8 +204,7 @@ class Env:
         assert p.returncode == 0, p.stdout + p.stderr
         self.stdout = p.stdout
         lines = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
-        paths = json.loads(next(l for l in p.stdout.splitlines() if l.startswith("PATHS"))[6:])
-        binary = next(pathlib.Path(x) for x in paths if x.endswith((".cubin", ".ptx")))
+        binary = next(pathlib.Path(x) for x in paths(self) if x.endswith((".cubin", ".ptx")))
         meta = binary.with_name(binary.name.split(".")[0] + ".meta")
         return lines, binary, meta
 
@@ -369,8 +368,8 @@ def test_a_programs_next_modules_build_ahead(env):
     taskcache cache) builds the modules that came after the one missing now
     in the program's last run, in the background: the launches that reach
     them find their records, and the images the first run built. A module
-    that gained a kernel before its launch (a generic kernel's instance,
-    say) is left to its launch. The load order is kept by a run that built
+    that gained a kernel before its launch (one a function defines when
+    the program calls it) is left to its launch. The load order is kept by a run that built
     any module, with or without building ahead."""
     extra = "\n".join(["", "def add_late():", "    @wp.kernel",
                        "    def late(out: wp.array(dtype=float)):",
