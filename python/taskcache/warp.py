@@ -172,6 +172,23 @@ class _Integration:
         self.setup_lock = threading.Lock()
         self.here = threading.Lock()   # the one NVRTC call that runs in this process
         self.ahead = _Ahead(self, ahead)
+        os.register_at_fork(after_in_child=self.forked)
+
+    def forked(self):
+        """A forked child starts workers of its own: the parent's pipes
+        are the parent's (two processes on one worker would read each
+        other's answers), and so are the locks."""
+        self.setup_lock, self.here = threading.Lock(), threading.Lock()
+        self.workers = None
+
+    def end_workers(self):
+        """At exit: the worker processes end now, those still warming up
+        included. What they hold (NVRTC's precompiled header) is kept in
+        their memory only, and a worker left running would hold the
+        program's standard error open after it exits (a pipe's reader, a
+        shell's `|`, would wait for it)."""
+        if self.workers is not None:
+            self.workers.kill()
 
     # -- patching ------------------------------------------------------------------------
 
@@ -262,13 +279,15 @@ class _Integration:
         Module._compile = _compile
         Module._run_codegen = _run_codegen
         self.build.build_cuda = build_cuda
-        atexit.register(self.ahead.close)
+        atexit.register(self.end_workers)
+        atexit.register(self.ahead.close)  # (first: builds ahead end before the workers)
 
     def uninstall(self):
         self.context.Module._compile = self.original_compile
         self.context.Module._run_codegen = self.original_codegen
         self.build.build_cuda = self.original_build_cuda
         atexit.unregister(self.ahead.close)
+        atexit.unregister(self.end_workers)
         self.ahead.close()
         if self.workers is not None:
             self.workers.close()
@@ -412,9 +431,13 @@ class _Integration:
             if not kernels or options.get("verify_autograd_array_access"):
                 return
             hasher = self.context.ModuleHasher(kernels, options)
+        if not hasher.get_unique_kernels():
+            return  # (a generic kernel without the overloads its launch makes)
         options = dict(options, output_arch=arch)
         t0 = time.perf_counter()
         name = f"wp_{module.name}_{hasher.get_hash().hex()[:7]}.sm{arch}{suffix}.cubin"
+        if self.in_warps_cache(module, options, hasher, f"sm{arch}{suffix}.cubin"):
+            return  # its launch loads Warp's own (an edit elsewhere in the program, say)
         plan = self.plan(module, options, arch, name, self.predicted_build_arguments(options, suffix),
                          (), (), hasher)
         if self.open_cache().lookup_group(plan.group_key, plan.options,
@@ -425,6 +448,19 @@ class _Integration:
         _say(self.verbose, f"{name}: {len(plan.kernels)} kernels: ahead of its launch: "
                            f"{self.summary(plan, result)}, {time.perf_counter() - t0:.3f} s"
                            + self.compiled(result))
+
+    def in_warps_cache(self, module, options, hasher, extension):
+        """Whether Warp's kernel cache holds this module's image (its name
+        ends in extension, "sm90.cubin") and .meta, so that its load
+        compiles nothing: Module._compile's own test, where a module of the
+        strip_hash option has one place for every hash."""
+        if not self.warp_config.cache_kernels or options.get("verify_autograd_array_access"):
+            return False
+        ident = f"wp_{module.name}" + ("" if module.options.get("strip_hash")
+                                       else f"_{hasher.get_hash().hex()[:7]}")
+        d = os.path.join(self.warp_config.kernel_cache_dir, ident)
+        return (os.path.exists(os.path.join(d, f"{ident}.{extension}"))
+                and os.path.exists(os.path.join(d, f"{ident}.meta")))
 
     # -- one module ----------------------------------------------------------------------
 
@@ -883,8 +919,14 @@ def ptxas_release(path):
 # ---- modules built ahead of their launch ------------------------------------------------
 
 def kernel_keys(module):
-    """The names of a module's kernels, as a load order keeps them."""
-    return sorted(k.key for k in module._get_live_kernels())
+    """The names of a module's kernels, as a load order keeps them: a
+    generic kernel's by its instances (Warp hashes and compiles those, and
+    a program makes them as it runs: warp.fem's dispatch kernels,
+    warp.utils' array casts)."""
+    keys = []
+    for k in module._get_live_kernels():
+        keys += ([f"{k.key}[{sig}]" for sig in k.overloads] if k.is_generic else [k.key])
+    return sorted(keys)
 
 
 def program_name():
@@ -1154,3 +1196,11 @@ class _Workers:
                 p.wait(timeout=5)
             except Exception:
                 p.kill()
+
+    def kill(self):
+        for p in self.all:
+            try:
+                p.kill()
+                p.wait(timeout=5)
+            except Exception:
+                pass

@@ -119,6 +119,33 @@ DRIVER = textwrap.dedent("""
             [load(n) for n in names]
         assert not errors, errors
         paths = [str(p) for n in names for p in __import__("pathlib").Path(spec["out"], n).glob("*.cubin")]
+    elif spec.get("fork"):
+        # a process that forks after its workers started: the parent and
+        # the child each build a module of several units at the same time
+        import importlib, traceback
+        def build(name):
+            m = wp.get_module(importlib.import_module(name).__name__)
+            bd = m.options["block_dim"]
+            out = os.path.join(spec["out"], name)
+            oname = m._get_compile_output_name(None, 90, "", False, block_dim=bd)
+            m._compile(None, out, output_name=oname, output_arch=90)
+            return os.path.join(out, oname)
+        paths = [build("generated")]  # starts the workers
+        for t in taskcache.warp._on.workers.warming:
+            t.join()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                build("third")
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        paths.append(build("second"))
+        assert os.waitpid(pid, 0)[1] == 0, "the child failed"
     elif spec.get("like_load"):
         # what Module.load does on a device of sm_90: the output named by the caller
         m = wp.get_module("generated")
@@ -169,6 +196,14 @@ DRIVER = textwrap.dedent("""
         paths = wp.compile_aot_module(generated, arch=90, module_dir=spec["out"],
                                       use_ptx=spec.get("use_ptx", False))
     print("PATHS", json.dumps([str(p) for p in paths]))
+    if spec.get("exit_while_warming"):
+        # exits as soon as the workers a cold build warms up have started
+        import time
+        workers, deadline = taskcache.warp._on.workers, time.time() + 120
+        while len(workers.all) < spec["jobs"] - 1 and time.time() < deadline:
+            time.sleep(0.01)
+        print("WORKER_PIDS", json.dumps([w.pid for w in workers.all]), flush=True)
+        sys.exit(0)
     if spec.get("taskcache") and taskcache.warp.enabled():
         workers = taskcache.warp._on.workers
         for t in workers.warming if workers else ():
@@ -198,12 +233,18 @@ class Env:
         for name, text in (modules or {}).items():
             (d / f"{name}.py").write_text(text)
         spec = dict(spec, dir=str(d), out=str(d / "out"), taskcache=taskcache)
-        env = dict(self.base, WARP_KC=str(d / "kc"), **spec.pop("env", {}))
-        p = subprocess.run([sys.executable, str(self.tmp / "driver.py"), json.dumps(spec)],
-                           env=env, capture_output=True, text=True, timeout=600)
-        assert p.returncode == 0, p.stdout + p.stderr
+        env = {**self.base, "WARP_KC": str(d / "kc"), **spec.pop("env", {})}
+        # standard error into a file: run() waits for the driver's exit
+        # only, not for whatever else holds the pipe it would read
+        with open(d / "stderr", "w+") as err:
+            p = subprocess.run([sys.executable, str(self.tmp / "driver.py"), json.dumps(spec)],
+                               env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+                               timeout=600)
+            err.seek(0)
+            stderr = err.read()
+        assert p.returncode == 0, p.stdout + stderr
         self.stdout = p.stdout
-        lines = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
+        lines = [l for l in stderr.splitlines() if l.startswith("taskcache.warp")]
         binary = next(pathlib.Path(x) for x in paths(self) if x.endswith((".cubin", ".ptx")))
         meta = binary.with_name(binary.name.split(".")[0] + ".meta")
         return lines, binary, meta
@@ -368,12 +409,15 @@ def test_a_programs_next_modules_build_ahead(env):
     taskcache cache) builds the modules that came after the one missing now
     in the program's last run, in the background: the launches that reach
     them find their records, and the images the first run built. A module
-    that gained a kernel before its launch (one a function defines when
-    the program calls it) is left to its launch. The load order is kept by a run that built
-    any module, with or without building ahead."""
-    extra = "\n".join(["", "def add_late():", "    @wp.kernel",
-                       "    def late(out: wp.array(dtype=float)):",
-                       "        out[wp.tid()] = 2.0", ""])
+    that gained a kernel before its launch (an instance of a generic
+    kernel, made when the program calls a function) is left to its
+    launch. The load order is kept by a run that built any module, with
+    or without building ahead."""
+    extra = "\n".join(["", "from typing import Any", "", "@wp.kernel",
+                       "def late(x: Any, out: wp.array(dtype=float)):",
+                       "    out[wp.tid()] = float(x[wp.tid()])", "",
+                       "def add_late():",
+                       "    wp.overload(late, [wp.array(dtype=int), wp.array(dtype=float)])", ""])
     program = {"program": ["generated", "second", "third", "fourth"],
                "modules": {"second": module_source(helper_factor="3.0"),
                            "third": module_source(helper_factor="4.0", n=3),
@@ -404,6 +448,31 @@ def test_a_programs_next_modules_build_ahead(env):
                    for l in lines), lines
     assert built(next(l for l in lines if "wp_fourth_" in l))[:2] == (1, 1)
     assert same_images(first_run, paths(env))
+
+
+def test_a_module_in_warps_cache_is_not_built_ahead(env):
+    """A start where only the program's first module misses Warp's cache
+    (an edit of it): the modules after it are Warp's cache hits at their
+    launch, so nothing builds them ahead (a build ahead would compile
+    records no launch reads, on cores the edit's own compile needs)."""
+    program = {"program": ["generated", "second", "third"],
+               "modules": {"second": module_source(helper_factor="3.0"),
+                           "third": module_source(helper_factor="4.0", n=3)}}
+    named = {"TASKCACHE_WARP_PROGRAM": "a test's program", "TASKCACHE_WARP_AHEAD": "0"}
+    env.build(module_source(), **program, env=named)
+    warp_cache = env.tmp / "edited-kc"
+    shutil.copytree(env.tmp / f"run{env.runs}" / "kc", warp_cache)
+    for d in warp_cache.glob("*/wp_generated_*"):  # (under the version Warp adds)
+        shutil.rmtree(d)
+    fresh = env.tmp / "tc-fresh"
+    shutil.copytree(env.tmp / "tc" / "warp-load-order", fresh / "warp-load-order")
+    lines, _, _ = env.build(module_source(), **program,
+                            env=dict(named, TASKCACHE_WARP_AHEAD="2", TASKCACHE_DIR=str(fresh),
+                                     WARP_KC=str(warp_cache)))
+    assert re.findall(r"LOADED (\w+) (\w+)", env.stdout) == [
+        ("generated", "True"), ("second", "False"), ("third", "False")]
+    assert any("generated: 2 modules came after it" in l for l in lines), lines
+    assert not [l for l in lines if "ahead of its launch" in l or "not built ahead" in l], lines
 
 
 def same_images(a, b):
@@ -477,6 +546,45 @@ def test_workers_start_after_a_cold_build(env):
     lines, _, _ = env.build(module_source(edit=3), like_load=True, jobs=3)
     units, made, _, cached = built(one_line(lines))
     assert cached > 0 and f"WORKERS {made - 1}" in env.stdout.splitlines()
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_program_that_exits_leaves_no_worker_behind(env):
+    """The workers a cold build warms up end when the program exits, those
+    still making NVRTC's header too: a worker left running holds the
+    program's standard error open (a `| tee log` would wait for it) and
+    takes cores from whatever runs next."""
+    env.build(module_source(pad=False), like_load=True, jobs=3, exit_while_warming=True)
+    pids = json.loads(next(l for l in env.stdout.splitlines()
+                           if l.startswith("WORKER_PIDS")).split(" ", 1)[1])
+    assert len(pids) == 2
+    assert not [pid for pid in pids if alive(pid)]
+
+
+def test_a_forked_child_builds_with_workers_of_its_own(env):
+    """A process forks after its workers started (a multiprocessing pool,
+    say), and parent and child build a module of several units each at the
+    same time: each through workers of its own, each image the one that
+    module gives built alone."""
+    modules = {"second": module_source(helper_factor="3.0"),
+               "third": module_source(helper_factor="4.0")}
+    lines, _, _ = env.build(module_source(), fork=True, modules=modules, jobs=4)
+    assert not [l for l in lines if "stock Warp builds it" in l], lines
+    out = env.tmp / f"run{env.runs}" / "out"
+    for name in ("second", "third"):
+        assert built(next(l for l in lines if f"wp_{name}_" in l))[1] > 1, lines
+        (env.tmp / f"alone-{name}").mkdir()
+        alone = Env(env.tmp / f"alone-{name}")
+        alone.build(module_source(), program=[name], modules=modules)
+        assert (pathlib.Path(paths(alone)[0]).read_bytes()
+                == next((out / name).glob("*.cubin")).read_bytes())
 
 
 def test_modules_built_side_by_side(env):
