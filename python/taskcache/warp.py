@@ -1028,7 +1028,8 @@ class _Ahead:
         if todo:
             _say(self.integration.verbose,
                  f"{module.name}: {len(after)} modules came after it in this program's last run;"
-                 f" {len(todo)} of them build ahead, {self.threads} at a time")
+                 f" {len(todo)} of them queued to build ahead where a launch would compile"
+                 f" them, {self.threads} at a time")
 
     def work(self):
         while True:

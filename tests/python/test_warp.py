@@ -438,7 +438,7 @@ def test_a_programs_next_modules_build_ahead(env):
     # program's first module is built, and fourth has its kernel more then)
     lines, _, _ = env.build(module_source(), **program,
                             env=dict(named, TASKCACHE_WARP_AHEAD="3", TASKCACHE_DIR=str(fresh)))
-    assert any("generated: 3 modules came after it" in l and "3 of them build ahead" in l
+    assert any("generated: 3 modules came after it" in l and "3 of them queued to build ahead" in l
                for l in lines), lines
     ahead = [l for l in lines if "ahead of its launch: " in l]
     assert sorted(re.search(r"wp_([a-z]+)_", l).group(1) for l in ahead) == ["second", "third"]
