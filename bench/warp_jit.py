@@ -26,8 +26,8 @@ work, in this order:
   tc edit        the same edit through taskcache
 The warm runs (taken in turns, one of each kind per round, so that a
 slower stretch of the machine falls on all of them) and "tc remote" run
---repeat times (medians; stock warm's median is the baseline). It reports compile time = time - stock warm,
-ratios against stock, the
+--repeat times (medians; stock warm's median is the baseline). It
+reports compile time = time - stock warm, ratios against stock, the
 output digest of every run (its arrays after the frames, in Warp's
 deterministic mode for Warp's examples, whose float atomics otherwise differ
 run to run; Newton's kernels refuse it): stock cold against stock warm
@@ -250,11 +250,11 @@ def run_child(spec, env, timeout):
     out["wall"] = wall
     out["log"] = [l for l in p.stderr.splitlines() if l.startswith("taskcache.warp")]
     # Warp's own line per module load: its compile time
-    out["modules"] = {f"{m[1]}_{m[2]}": float(m[3]) for m in
-                      MODULE_LOAD.finditer(p.stdout + p.stderr) if m[4]}
+    loads = list(MODULE_LOAD.finditer(p.stdout + p.stderr))
+    out["modules"] = {f"{m[1]}_{m[2]}": float(m[3]) for m in loads if m[4]}
     out["kernels"] = {f"{m[1]}_{m[2]}": int(m[3]) for m in TC_MODULE.finditer(p.stderr)}
     # every module load, compiled or from Warp's cache: where a warm start's time goes
-    out["loads_s"] = sum(float(m[3]) for m in MODULE_LOAD.finditer(p.stdout + p.stderr)) / 1e3
+    out["loads_s"] = sum(float(m[3]) for m in loads) / 1e3
     return out
 
 

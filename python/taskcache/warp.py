@@ -112,6 +112,16 @@ def disable():
             _on = None
 
 
+def _forked_child():
+    """One handler for every enable(): a forked child has the thread that
+    forked only, and the parent's worker processes are the parent's."""
+    if _on is not None:
+        _on.forked()
+
+
+os.register_at_fork(after_in_child=_forked_child)
+
+
 def _say(verbose, line):
     path = os.environ.get("TASKCACHE_LOG")
     if verbose or (verbose is None and path in ("/dev/stderr", "-")):
@@ -172,14 +182,14 @@ class _Integration:
         self.setup_lock = threading.Lock()
         self.here = threading.Lock()   # the one NVRTC call that runs in this process
         self.ahead = _Ahead(self, ahead)
-        os.register_at_fork(after_in_child=self.forked)
 
     def forked(self):
         """A forked child starts workers of its own: the parent's pipes
         are the parent's (two processes on one worker would read each
-        other's answers), and so are the locks."""
+        other's answers), and so are the locks. It builds nothing ahead."""
         self.setup_lock, self.here = threading.Lock(), threading.Lock()
         self.workers = None
+        self.ahead.forked()
 
     def end_workers(self):
         """At exit: the worker processes end now, those still warming up
@@ -962,8 +972,10 @@ class _Ahead:
 
     def __init__(self, integration, threads):
         self.integration, self.threads = integration, threads
-        self.order = []     # this run's loads: [module name, block_dim, its kernels' keys]
-        self.last = None    # the last run's, once read: {(name, block_dim): kernels' keys}
+        # this run's loads and the last run's (once read), in load order:
+        # {(module name, block_dim): its kernels' keys at its first load}
+        self.order = {}
+        self.last = None
         self.built = False  # whether this run built a module (then its order is kept)
         self.lock = threading.Lock()
         self.queue = collections.deque()  # build_ahead's arguments
@@ -972,11 +984,10 @@ class _Ahead:
         self.active = 0   # threads building ahead
         self.closed = False
         self.program = None
-        # a forked child has none of the threads building ahead, and its
-        # load order is its parent's to keep
-        os.register_at_fork(after_in_child=self.forked)
 
     def forked(self):
+        """A forked child has none of the threads building ahead, and its
+        load order is its parent's to keep."""
         self.lock = threading.Lock()
         self.queue.clear()
         self.running = {}
@@ -986,8 +997,8 @@ class _Ahead:
         """A launch (Module.load) asks for this module, with the kernels it
         has now."""
         with self.lock:
-            if not any(o[:2] == [name, block_dim] for o in self.order):
-                self.order.append([name, block_dim, kernel_keys(module)])
+            if (name, block_dim) not in self.order:
+                self.order[(name, block_dim)] = kernel_keys(module)
 
     def path(self):
         """The file of this program's load order (named when first asked:
@@ -1015,9 +1026,8 @@ class _Ahead:
             order = list(self.last)
             after = order[order.index((module.name, block_dim)) + 1:]
             known = self.integration.context.user_modules
-            loaded = {tuple(o[:2]) for o in self.order}
             todo = [(known[n], bd) for n, bd in after
-                    if n in known and (n, bd) not in self.queued and (n, bd) not in loaded]
+                    if n in known and (n, bd) not in self.queued and (n, bd) not in self.order]
             for m, bd in todo:
                 self.queued.add((m.name, bd))
                 self.queue.append((m, bd, arch, suffix, self.last[(m.name, bd)]))
@@ -1070,8 +1080,8 @@ class _Ahead:
             self.closed = True
             self.queue.clear()
             running = list(self.running.values())
-            keep = self.built and self.order and list(self.last.items()) != [
-                ((n, bd), keys) for n, bd, keys in self.order]
+            keep = self.built and self.order and list(self.last.items()) != list(
+                self.order.items())
         for done in running:
             done.wait()
         if not keep:
@@ -1081,7 +1091,8 @@ class _Ahead:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "w") as f:
-                json.dump({"program": self.program, "modules": self.order}, f)
+                json.dump({"program": self.program,
+                           "modules": [[n, bd, keys] for (n, bd), keys in self.order.items()]}, f)
             os.replace(tmp, path)
         except Exception:
             pass  # the next run builds module after module, as before
